@@ -1,0 +1,3 @@
+from eval.cli import main
+
+main()

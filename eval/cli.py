@@ -1,0 +1,284 @@
+"""Command line: python -m eval {run,test,benchmark,leaderboard,profile,sol,compare,rank,accuracy}.
+
+Exit codes as the leaderboard's: 0 pass, 112 a check or case failed; 2 for a usage or input error
+(bad option, missing file, malformed task.yml/shapes.yaml, invalid shape), with a one-line message.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from eval import cases as case_files
+from eval import modes, report, results, sol
+from eval.cases import ConfigError
+from eval.submissions import best_runnable
+
+EXIT_FAIL = 112
+EXIT_USAGE = 2
+SUB = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def fail_usage(message: str):
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def handle_config_errors(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ConfigError as exc:
+            fail_usage(str(exc))
+    return wrapper
+
+
+def run_options(default_cases: str):
+    def decorate(fn):
+        options = [
+            click.option("--cases", "case_set", default=default_cases, show_default=True,
+                         help="tests | benchmarks (task.yml) or a set from shapes.yaml (stress, sweep, quantized, smoke)."),
+            click.option("--dist", type=click.Choice(["leaderboard", "stress", "quantized"]), default=None,
+                         help="Data distribution for every case (default: each case's own, else leaderboard)."),
+            click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default="per-call",
+                         show_default=True, help="per-call: the leaderboard's eval.py; batched: eval_better_bench.py."),
+            click.option("--batch", default=50, show_default=True, help="Distinct inputs per batched sample."),
+            click.option("--gap-us", default=500.0, show_default=True,
+                         help="GPU idle time after each L2 flush (host head start, as the leaderboard's flush gives)."),
+            click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed."),
+            click.option("--format", "fmt", type=click.Choice(report.FORMATS), default="table", show_default=True),
+            click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                         help="Also write the formatted report to this file."),
+        ]
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+    return decorate
+
+
+def make_options(method, batch, gap_us, timeout, dist) -> modes.Options:
+    if batch < 1:
+        fail_usage("--batch must be at least 1")
+    if timeout <= 0:
+        fail_usage("--timeout must be positive")
+    return modes.Options(timeout=timeout, method=method, batch=batch, gap_us=gap_us, dist=dist)
+
+
+def emit(record: dict, fmt: str, output: Path | None) -> None:
+    text = report.render(record, fmt)
+    click.echo(text)
+    if output:
+        output.write_text(text + "\n")
+
+
+def save(record: dict) -> Path:
+    path = results.write_new(record, results.record_stem(record["mode"], record.get("submission") or "none"))
+    click.echo(f"result: {path.relative_to(case_files.ROOT) if path.is_relative_to(case_files.ROOT) else path}", err=True)
+    return path
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main():
+    """Local harness for the GPU MODE nvfp4_gemv leaderboard: same checks, same timing method.
+
+    SUB is a submission file (e.g. submission/v5.py) defining custom_kernel(data).
+    """
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+
+
+@main.command()
+@click.argument("sub", type=SUB)
+@run_options("tests")
+@click.option("--no-guard", is_flag=True, help="Skip the anti-cheat checks (plain correctness only).")
+@handle_config_errors
+def test(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, no_guard):
+    """Correctness on task.yml's tests (with the anti-cheat checks)."""
+    options = make_options(method, batch, gap_us, timeout, dist)
+    cases = case_files.apply_secret_seed(case_files.select_cases(case_set), case_files.take_secret_seed())
+    record = modes.run_tests(sub, cases, options, guarded=not no_guard)
+    emit(record, fmt, output)
+    sys.exit(0 if record["passed"] else EXIT_FAIL)
+
+
+def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, leaderboard: bool):
+    options = make_options(method, batch, gap_us, timeout, dist)
+    cases = case_files.apply_secret_seed(case_files.select_cases(case_set), case_files.take_secret_seed())
+    record = modes.run_benchmarks(sub, cases, options, leaderboard=leaderboard)
+    sol.annotate(record)
+    save(record)
+    emit(record, fmt, output)
+    return record
+
+
+@main.command()
+@click.argument("sub", type=SUB)
+@run_options("benchmarks")
+@handle_config_errors
+def benchmark(**kwargs):
+    """Time task.yml's benchmarks as the leaderboard's benchmark mode does."""
+    record = _benchmark(**kwargs, leaderboard=False)
+    sys.exit(0 if record["passed"] else EXIT_FAIL)
+
+
+@main.command()
+@click.argument("sub", type=SUB)
+@run_options("benchmarks")
+@handle_config_errors
+def leaderboard(**kwargs):
+    """Leaderboard mode: anti-cheat checks, then every timed run on a new input, rechecked."""
+    record = _benchmark(**kwargs, leaderboard=True)
+    sys.exit(0 if record["passed"] else EXIT_FAIL)
+
+
+@main.command()
+@click.argument("sub", type=SUB, required=False)
+@run_options("benchmarks")
+@handle_config_errors
+def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output):
+    """`make eval`: test on task.yml's tests, then benchmark; SUB defaults to the best runnable here."""
+    sub = sub or best_runnable()
+    click.echo(f"submission: {sub}", err=True)
+    options = make_options(method, batch, gap_us, timeout, dist)
+    secret = case_files.take_secret_seed()
+    tested = modes.run_tests(sub, case_files.apply_secret_seed(case_files.select_cases("tests"), secret), options)
+    emit(tested, fmt, None)
+    if not tested["passed"]:
+        sys.exit(EXIT_FAIL)
+    record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, leaderboard=False)
+    sys.exit(0 if record["passed"] else EXIT_FAIL)
+
+
+@main.command()
+@click.argument("sub", type=SUB)
+@run_options("benchmarks")
+@click.option("--ncu", is_flag=True, help="Run each case under Nsight Compute (ncu must be on PATH).")
+@handle_config_errors
+def profile(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, ncu):
+    """Torch profiler table of the submission's kernels per case (or Nsight Compute with --ncu)."""
+    options = make_options(method, batch, gap_us, timeout, dist)
+    cases = case_files.select_cases(case_set)
+    if ncu:
+        sys.exit(_profile_ncu(sub, case_set, dist, timeout))
+    record = modes.run_profile(sub, cases, options)
+    emit(record, fmt, output)
+    sys.exit(0 if record["passed"] else EXIT_FAIL)
+
+
+def _profile_ncu(sub: Path, case_set: str, dist, timeout: float) -> int:
+    ncu = shutil.which("ncu")
+    if not ncu:
+        fail_usage("ncu (Nsight Compute) is not on PATH; install it or run `profile` without --ncu")
+    out_dir = results.RESULTS_DIR / "ncu"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report_base = out_dir / f"{results.now_stamp()}-{results.slug(sub.stem)}"
+    cmd = [ncu, "--nvtx", "--nvtx-include", "custom_kernel/", "--set", "full", "--target-processes", "all",
+           "-o", str(report_base), sys.executable, "-m", "eval.ncu_target", str(sub), case_set]
+    if dist:
+        cmd.append(dist)
+    click.echo(" ".join(cmd), err=True)
+    code = subprocess.call(cmd, timeout=timeout * 4)
+    subprocess.call([ncu, "--import", f"{report_base}.ncu-rep", "--page", "details", "--print-summary", "per-kernel"])
+    return code
+
+
+@main.command(name="sol")
+@click.option("--cases", "case_set", default="benchmarks", show_default=True)
+@click.option("--timeout", default=600.0, show_default=True)
+@handle_config_errors
+def sol_command(case_set, timeout):
+    """Measure this GPU's streaming-read peak and the floor of each case; cache under results/."""
+    cases = case_files.select_cases(case_set)
+    runner = modes.Runner(None, modes.Options(timeout=timeout))
+    try:
+        env = runner.ensure()
+        measured = runner.call("floor", {"shapes": [list(c.shape) for c in cases]})
+    except Exception as exc:
+        reason = getattr(exc, "reason", str(exc))
+        click.echo(f"error: speed-of-light measurement failed: {reason}", err=True)
+        sys.exit(EXIT_FAIL)
+    finally:
+        runner.close()
+    path = sol.save_floors(env, measured)
+    figures = case_files.gpu_figures(env.get("gpu", "")) or {}
+    click.echo(f"{env.get('gpu')}: streaming read {measured['peak_read_tb_s']:.2f} TB/s "
+               f"(datasheet {figures.get('peak_tb_s', '?')} TB/s)")
+    for name, floor in measured["floors"].items():
+        click.echo(f"  floor {name:>16}: {floor['median_ns'] / 1e3:7.2f} µs  ({floor['bytes'] / 1e6:.1f} MB, "
+                   f"{floor['tb_s']:.2f} TB/s)")
+    click.echo(f"saved: {path}", err=True)
+
+
+@main.command()
+@click.argument("a", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("b", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--cases", "case_set", default="benchmarks", show_default=True)
+@click.option("--rounds", default=10, show_default=True, help="A/B alternations per case.")
+@click.option("--per-round", default=20, show_default=True, help="Timed runs per submission per round.")
+@click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default="per-call")
+@click.option("--fail-if-slower", type=float, default=None, metavar="PCT",
+              help="Exit 1 when B is slower than A by more than PCT percent, with 95 % confidence.")
+@click.option("--timeout", default=600.0, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table")
+@handle_config_errors
+def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, fmt):
+    """Is B faster than A? Interleaved runs, ratio B/A with a 95 % bootstrap interval.
+
+    A and B are submission files or result JSONs from earlier runs."""
+    from eval import compare as comparing
+
+    if rounds < 1 or per_round < 2:
+        fail_usage("--rounds must be >= 1 and --per-round >= 2")
+    try:
+        outcome = comparing.compare(a, b, case_files.select_cases(case_set),
+                                    modes.Options(timeout=timeout, method=method), rounds, per_round)
+    except ValueError as exc:
+        fail_usage(str(exc))
+    click.echo(comparing.render(outcome, fmt))
+    if outcome.get("error"):
+        sys.exit(EXIT_FAIL)
+    if fail_if_slower is not None and comparing.slower_beyond(outcome, fail_if_slower):
+        click.echo(f"regression: B is slower than A by more than {fail_if_slower} % (95 % confidence)", err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("subs", nargs=-1, type=SUB)
+@click.option("--cases", "case_set", default="benchmarks", show_default=True)
+@click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default="per-call")
+@click.option("--timeout", default=600.0, show_default=True)
+@handle_config_errors
+def rank(subs, case_set, method, timeout):
+    """Local leaderboard: test and benchmark each submission (default: all in submission/)."""
+    from eval import rank as ranking
+    from eval.submissions import all_submissions
+
+    subs = list(subs) or all_submissions()
+    outcome = ranking.rank(subs, case_files.select_cases("tests"), case_files.select_cases(case_set),
+                           modes.Options(timeout=timeout, method=method))
+    click.echo(outcome["text"])
+    sys.exit(0 if outcome["ranked"] else EXIT_FAIL)
+
+
+@main.command()
+@click.argument("sub", type=SUB)
+@click.option("--cases", "case_set", default="quantized", show_default=True)
+@click.option("--timeout", default=600.0, show_default=True)
+@handle_config_errors
+def accuracy(sub, case_set, timeout):
+    """Accuracy on quantized real-valued data against the unquantized fp32 product."""
+    from eval import accuracy as acc
+
+    record = acc.run(sub, case_files.select_cases(case_set), modes.Options(timeout=timeout))
+    click.echo(acc.render(record))
+    save(record)
+    sys.exit(0 if record["passed"] else EXIT_FAIL)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Local leaderboard: test and benchmark several submissions, one table ordered by geomean, a
+markdown copy and a PNG chart (per case, each submission's time against the floor)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval import modes, results, sol
+from eval.cases import Case
+
+MARKDOWN_PATH = results.RESULTS_DIR / "leaderboard.md"
+CHART_PATH = results.RESULTS_DIR / "leaderboard.png"
+BASELINE = "torch_ref"
+
+
+def rank(subs: list[Path], tests: list[Case], benches: list[Case], options: modes.Options) -> dict:
+    rows = []
+    for sub in subs:
+        rows.append(_evaluate(Path(sub), tests, benches, options))
+    ranked = sorted((r for r in rows if r["geomean_ns"]), key=lambda r: r["geomean_ns"])
+    failed = [r for r in rows if not r["geomean_ns"]]
+    base = next((r["geomean_ns"] for r in ranked if r["name"] == BASELINE), None)
+    for r in ranked:
+        r["speedup"] = base / r["geomean_ns"] if base else None
+    labels = [c.label for c in benches]
+    md = markdown(ranked, failed, labels, rows[0]["gpu"] if rows else "?")
+    results.write_text_new(md + "\n", MARKDOWN_PATH)
+    chart = chart_png(ranked, labels, CHART_PATH)
+    text = md + f"\n\nwritten: {MARKDOWN_PATH}" + (f", {chart}" if chart else "")
+    return {"rows": rows, "ranked": ranked, "failed": failed, "text": text}
+
+
+def _evaluate(sub: Path, tests: list[Case], benches: list[Case], options: modes.Options) -> dict:
+    row = {"name": sub.stem, "path": str(sub), "geomean_ns": None, "cases": [], "reason": None, "gpu": "?"}
+    tested = modes.run_tests(sub, tests, options)
+    row["gpu"] = (tested.get("environment") or {}).get("gpu", "?")
+    if not tested["passed"]:
+        bad = tested.get("error") or next(f"{c['label']}: {c.get('error')}" for c in tested["cases"] if c["status"] != "pass")
+        row["reason"] = f"test failed: {bad}"
+        return row
+    record = modes.run_benchmarks(sub, benches, options)
+    sol.annotate(record)
+    results.write_new(record, results.record_stem("rank", str(sub)))
+    row["cases"] = record["cases"]
+    if record["passed"]:
+        row["geomean_ns"] = record["geomean_ns"]
+    else:
+        bad = record.get("error") or next(f"{c['label']}: {c.get('error')}" for c in record["cases"] if c["status"] != "pass")
+        row["reason"] = f"benchmark failed: {bad}"
+    return row
+
+
+def _cell(case: dict) -> str:
+    s = case["stats"]["mean"] / 1e3
+    x = (case.get("sol") or {}).get("x_floor")
+    return f"{s:.2f}" + (f" ({x:.2f}×)" if x else "")
+
+
+def markdown(ranked: list, failed: list, labels: list, gpu: str) -> str:
+    head = ["#", "submission", *[f"{l} µs (× floor)" for l in labels], "geomean µs", f"speed-up vs {BASELINE}"]
+    lines = [f"Local leaderboard on {gpu}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for i, r in enumerate(ranked, 1):
+        speed = f"{r['speedup']:.1f}×" if r.get("speedup") else "—"
+        lines.append("| " + " | ".join([str(i), r["name"], *[_cell(c) for c in r["cases"]],
+                                         f"{r['geomean_ns'] / 1e3:.2f}", speed]) + " |")
+    for r in failed:
+        lines.append(f"| — | {r['name']} | skipped: {r['reason']} |")
+    return "\n".join(lines)
+
+
+def chart_png(ranked: list, labels: list, path: Path) -> Path | None:
+    """Grouped bars (µs, log scale) per case, one colour per submission, the floor as a black line."""
+    if not ranked:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(labels)), 4.5))
+    width = 0.8 / len(ranked)
+    for j, r in enumerate(ranked):
+        xs = [i + (j - (len(ranked) - 1) / 2) * width for i in range(len(labels))]
+        ax.bar(xs, [c["stats"]["mean"] / 1e3 for c in r["cases"]], width, label=r["name"])
+    for i, case in enumerate(ranked[0]["cases"]):
+        floor = (case.get("sol") or {}).get("floor_ns")
+        if floor:
+            ax.hlines(floor / 1e3, i - 0.45, i + 0.45, colors="black", linewidth=2,
+                      label="memory floor" if i == 0 else None)
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_yscale("log")
+    ax.set_ylabel("mean time per call (µs, log)")
+    ax.set_title("NVFP4 GEMV: local leaderboard")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

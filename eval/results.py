@@ -1,0 +1,105 @@
+"""Result records: what a run measured, with where it ran, written under results/ as JSON.
+
+Files are written atomically (a temporary file, then a hard link to a new name) and never replace
+an existing file: a second run in the same second gets a numbered name.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from eval.cases import ROOT
+
+RESULTS_DIR = ROOT / "results"
+SCHEMA_VERSION = 1
+REQUIRED_KEYS = ("schema", "mode", "submission", "environment", "cases")
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def now_stamp() -> str:
+    return dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "x"
+
+
+def write_new(payload: dict, stem: str, directory: Path = RESULTS_DIR) -> Path:
+    """Write JSON to directory/stem.json (or stem-2.json, ...) without ever replacing a file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(payload, indent=1, sort_keys=False, default=_jsonable)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        for n in range(1, 10_000):
+            target = directory / (f"{stem}.json" if n == 1 else f"{stem}-{n}.json")
+            try:
+                os.link(tmp, target)  # fails if target exists: nothing is overwritten
+                return target
+            except FileExistsError:
+                continue
+        raise OSError(f"no free result name for {stem} in {directory}")
+    finally:
+        os.unlink(tmp)
+
+
+def write_text_new(text: str, path: Path) -> Path:
+    """Atomically write a text/binary companion file, replacing only our own previous copy."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+    return path
+
+
+def _jsonable(value):
+    if hasattr(value, "__dict__"):
+        return value.__dict__
+    return str(value)
+
+
+def record_stem(mode: str, submission: str) -> str:
+    return f"{now_stamp()}-{mode}-{slug(Path(submission).stem)}"
+
+
+def load_record(path: Path) -> dict:
+    """Read a result JSON; raise ValueError with a readable message if it is not one of ours."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON ({exc.msg} at line {exc.lineno})")
+    missing = [key for key in REQUIRED_KEYS if key not in record] if isinstance(record, dict) else REQUIRED_KEYS
+    if missing:
+        raise ValueError(f"{path} is not a result file of this harness (missing {', '.join(missing)})")
+    return record
