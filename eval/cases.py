@@ -11,8 +11,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-TASK_FILE = ROOT / "task.yml"
-SHAPES_FILE = ROOT / "shapes.yaml"
+# overridable for tests and experiments
+TASK_FILE = Path(os.environ.get("NVFP4_GEMV_TASK_FILE", ROOT / "task.yml"))
+SHAPES_FILE = Path(os.environ.get("NVFP4_GEMV_SHAPES_FILE", ROOT / "shapes.yaml"))
 SECRET_SEED_ENV = "POPCORN_SEED"
 CASE_KEYS = ("m", "k", "l", "seed")
 

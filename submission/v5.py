@@ -127,7 +127,37 @@ __device__ __forceinline__ void decode_vector(uint4 v, __half2 (&b)[16]) {
     }
 }
 
+#ifndef NVFP4_HW_CVT
+// ---- Hopper and older: FP4 through a byte lookup (prmt) and int8 dot products (dp4a) ----------
+// prmt's selector nibble is s e1 e0 m: e1 e0 m picks a byte of the table {0,1,2,3,4,6,8,12} (2x the
+// e2m1 magnitude); s set makes prmt return the table byte's sign, 0. So prmt(code) keeps positive
+// codes and prmt(code ^ 8) keeps negative ones: two int8 lanes whose difference is 2x the value.
+__device__ __forceinline__ uint32_t lut4(uint32_t sel) {
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(0x03020100u), "r"(0x0C080604u), "r"(sel));
+    return r;
+}
+
+// 4 codes (low 16 bits) -> 4 signed int8 lanes of 2x their value
+__device__ __forceinline__ uint32_t signed4(uint32_t codes) {
+    uint32_t pos = lut4(codes), neg = lut4(codes ^ 0x8888u);
+    // bytewise 0 - neg without borrows between bytes (each byte <= 12), then merge with pos
+    return ((0x80808080u - neg) ^ 0x80808080u) | pos;
+}
+
+// sum over 8 codes of (2a) * (2b), b given as two words of signed int8 lanes
+__device__ __forceinline__ void dot8(uint32_t w, uint32_t b_lo, uint32_t b_hi, int& pos, int& neg) {
+    const uint32_t wn = w ^ 0x88888888u;
+    pos = __dp4a((int)lut4(w), (int)b_lo, pos);
+    neg = __dp4a((int)lut4(wn), (int)b_lo, neg);
+    pos = __dp4a((int)lut4(w >> 16), (int)b_hi, pos);
+    neg = __dp4a((int)lut4(wn >> 16), (int)b_hi, neg);
+}
+#endif
+
 // Block = G groups of TPR threads; a group owns R consecutive rows of one batch and splits K.
+// Hopper path: the block first decodes the vector into shared memory (signed int8, 2x value; its
+// scales as float * 1/4), laid out so that consecutive threads read consecutive 16-byte words.
 template <int TPR, int R, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) gemv_kernel(
     const uint8_t* __restrict__ A, const uint8_t* __restrict__ B,
@@ -145,7 +175,22 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
     const uint8_t* sfa_rows = SFA + ((size_t)l * M + row0) * ks;
     const uint8_t* b_vec = B + (size_t)l * b_rows * kb;
     const uint8_t* sfb_vec = SFB + (size_t)l * b_rows * ks;
+
+#ifndef NVFP4_HW_CVT
+    extern __shared__ uint4 smem[];
+    uint4* sb = smem;                                      // [2][chunks] x 16 int8
+    float2* ssf = reinterpret_cast<float2*>(smem + 2 * chunks);  // [chunks] x (sfb0, sfb1) / 4
+    for (int c = threadIdx.x; c < chunks; c += BLOCK) {
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(b_vec) + c);
+        sb[c] = make_uint4(signed4(v.x), signed4(v.x >> 16), signed4(v.y), signed4(v.y >> 16));
+        sb[chunks + c] = make_uint4(signed4(v.z), signed4(v.z >> 16), signed4(v.w), signed4(v.w >> 16));
+        const float2 f = scales2(load_u16(sfb_vec + 2 * c));
+        ssf[c] = make_float2(0.25f * f.x, 0.25f * f.y);
+    }
+    __syncthreads();
+#else
     const float fold = (float)(1 << DECODE_SCALE_LOG2);
+#endif
 
     float acc[R];
     #pragma unroll
@@ -153,41 +198,47 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
 
     int c = t;
     Chunk cur[R];
-    uint4 bcur = make_uint4(0, 0, 0, 0);
-    uint16_t sfbcur = 0;
     if (c < chunks) {
         #pragma unroll
         for (int r = 0; r < R; ++r) {
             cur[r].a = load_stream(reinterpret_cast<const uint4*>(a_rows + (size_t)r * kb) + c);
             cur[r].sfa = load_u16(sfa_rows + (size_t)r * ks + 2 * c);
         }
-        bcur = __ldg(reinterpret_cast<const uint4*>(b_vec) + c);
-        sfbcur = load_u16(sfb_vec + 2 * c);
     }
     while (c < chunks) {
         const int n = c + TPR;
         Chunk nxt[R];
-        uint4 bnxt = make_uint4(0, 0, 0, 0);
-        uint16_t sfbnxt = 0;
         if (n < chunks) {  // issue the next chunk's loads before using this one
             #pragma unroll
             for (int r = 0; r < R; ++r) {
                 nxt[r].a = load_stream(reinterpret_cast<const uint4*>(a_rows + (size_t)r * kb) + n);
                 nxt[r].sfa = load_u16(sfa_rows + (size_t)r * ks + 2 * n);
             }
-            bnxt = __ldg(reinterpret_cast<const uint4*>(b_vec) + n);
-            sfbnxt = load_u16(sfb_vec + 2 * n);
         }
+#ifndef NVFP4_HW_CVT
+        const uint4 b0 = sb[c], b1 = sb[chunks + c];
+        const float2 sfb = ssf[c];
+        #pragma unroll
+        for (int r = 0; r < R; ++r) {
+            int p0 = 0, n0 = 0, p1 = 0, n1 = 0;
+            dot8(cur[r].a.x, b0.x, b0.y, p0, n0);
+            dot8(cur[r].a.y, b0.z, b0.w, p0, n0);
+            dot8(cur[r].a.z, b1.x, b1.y, p1, n1);
+            dot8(cur[r].a.w, b1.z, b1.w, p1, n1);
+            const float2 sa = scales2(cur[r].sfa);
+            acc[r] = fmaf((float)(p0 - n0), sa.x * sfb.x, acc[r]);
+            acc[r] = fmaf((float)(p1 - n1), sa.y * sfb.y, acc[r]);
+        }
+#else
         __half2 bh[16];
-        decode_vector(bcur, bh);
-        float2 sfb = scales2(sfbcur);
+        decode_vector(__ldg(reinterpret_cast<const uint4*>(b_vec) + c), bh);
+        float2 sfb = scales2(load_u16(sfb_vec + 2 * c));
         sfb.x *= fold;
         sfb.y *= fold;
         accumulate<R>(cur, bh, sfb, acc);
+#endif
         #pragma unroll
         for (int r = 0; r < R; ++r) cur[r] = nxt[r];
-        bcur = bnxt;
-        sfbcur = sfbnxt;
         c = n;
     }
 
@@ -231,10 +282,15 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
 // returns 0 on success, -1 for a configuration that is not compiled in, else a cudaError_t
 extern "C" int nvfp4_gemv_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c,
                                  int m, int k, int l, int b_rows, int tpr, int r, int block, cudaStream_t stream) {
+    // the Hopper path keeps the decoded vector in shared memory: 2 x 16 B + 8 B per 32 elements
+    const size_t smem = (size_t)(k / 32) * 40;
 #define NVFP4_TRY(T, RR, BL)                                                                         \
     if (tpr == T && r == RR && block == BL) {                                                       \
         dim3 grid(m / ((BL / T) * RR), l);                                                          \
-        nvfp4::gemv_kernel<T, RR, BL><<<grid, BL, 0, stream>>>(                                     \
+        if (smem > 48 * 1024)                                                                       \
+            cudaFuncSetAttribute(nvfp4::gemv_kernel<T, RR, BL>,                                     \
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);           \
+        nvfp4::gemv_kernel<T, RR, BL><<<grid, BL, smem, stream>>>(                                  \
             (const uint8_t*)a, (const uint8_t*)b, (const uint8_t*)sfa, (const uint8_t*)sfb,         \
             (__half*)c, m, k, b_rows);                                                              \
         return (int)cudaGetLastError();                                                             \

@@ -1,0 +1,5 @@
+"""Broken: defines no custom_kernel."""
+
+
+def kernel(data):
+    return data[-1]

@@ -1,0 +1,5 @@
+"""Broken: raises."""
+
+
+def custom_kernel(data):
+    raise RuntimeError("kernel exploded")

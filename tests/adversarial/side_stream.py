@@ -1,0 +1,20 @@
+"""Cheat (GPU): does the work on a side stream and returns before it finishes."""
+import torch
+import importlib.util
+import pathlib
+
+_spec = importlib.util.spec_from_file_location("_honest", pathlib.Path(__file__).parents[2] / "submission" / "torch_ref.py")
+_honest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_honest)
+_side = []
+
+
+def custom_kernel(data):
+    if not _side:
+        _side.append(torch.cuda.Stream())
+    stream = _side[0]
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(20_000_000)  # ~10 ms: stands in for a long kernel
+        _honest.custom_kernel(data)
+    return data[-1]

@@ -1,0 +1,24 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+HAS_CUDA = torch.cuda.is_available()
+gpu = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+
+
+@pytest.fixture
+def results_dir(tmp_path, monkeypatch):
+    """Redirect every result file into a temporary folder."""
+    from eval import modes, rank, results, sol
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(rank, "MARKDOWN_PATH", tmp_path / "leaderboard.md")
+    monkeypatch.setattr(rank, "CHART_PATH", tmp_path / "leaderboard.png")
+    monkeypatch.setattr(sol.results, "RESULTS_DIR", tmp_path)
+    return tmp_path

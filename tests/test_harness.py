@@ -1,0 +1,98 @@
+"""The harness end to end on the CPU: CLI, exit codes, records, formats, isolation."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from eval import cases, modes, report, results
+from tests.conftest import ROOT
+
+TORCH_REF = ROOT / "submission" / "torch_ref.py"
+
+
+def cli(*args, env=None, timeout=300):
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "eval", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=full_env, timeout=timeout)
+
+
+def test_cli_help_lists_modes():
+    out = cli("--help")
+    assert out.returncode == 0
+    for mode in ("test", "benchmark", "leaderboard", "profile", "sol", "compare", "rank", "accuracy"):
+        assert mode in out.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("frobnicate",), "No such command"),
+    (("test", "missing.py"), "does not exist"),
+    (("test", str(TORCH_REF), "--cases", "nope"), "unknown case set 'nope'"),
+    (("test", str(TORCH_REF), "--timing", "slow"), "Invalid value"),
+])
+def test_cli_usage_errors_exit_2(args, needle):
+    out = cli(*args)
+    assert out.returncode == 2 and needle in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_malformed_task_file_exits_2(tmp_path):
+    bad = tmp_path / "task.yml"
+    bad.write_text("tests: [ {m: 128\n")
+    out = cli("test", str(TORCH_REF), env={"NVFP4_GEMV_TASK_FILE": str(bad)})
+    assert out.returncode == 2 and "not valid YAML" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_invalid_shape_in_shapes_file_exits_2(tmp_path):
+    bad = tmp_path / "shapes.yaml"
+    bad.write_text("sets:\n  odd:\n    - {m: 100, k: 256, l: 1, seed: 1}\n")
+    out = cli("test", str(TORCH_REF), "--cases", "odd", env={"NVFP4_GEMV_SHAPES_FILE": str(bad)})
+    assert out.returncode == 2 and "multiple of 128" in out.stderr
+
+
+def test_cli_test_pass_and_fail_exit_codes():
+    assert cli("test", str(TORCH_REF), "--cases", "smoke", "--format", "popcorn").returncode == 0
+    bad = cli("test", str(ROOT / "tests" / "adversarial" / "raises.py"), "--cases", "smoke", "--format", "popcorn")
+    assert bad.returncode == 112 and "test.0.status: fail" in bad.stdout and "check: fail" in bad.stdout
+
+
+def test_benchmark_record_schema_and_formats(results_dir):
+    options = modes.Options(log_dir=results_dir / "logs", wall_cap_s=5)
+    record = modes.run_benchmarks(TORCH_REF, cases.select_cases("smoke"), options)
+    assert record["passed"] and record["geomean_ns"] > 0
+    assert record["environment"]["timer"].startswith("host-clock")
+    for case in record["cases"]:
+        assert {"runs", "mean", "std", "err", "best", "worst", "median"} <= set(case["stats"])
+        assert len(case["samples"]) == case["stats"]["runs"] and case["host_us"] > 0
+    path = results.write_new(record, "x")
+    again = results.write_new(record, "x")
+    assert path != again and path.exists() and again.exists()  # never overwritten
+    assert results.load_record(path)["cases"][0]["spec"] == record["cases"][0]["spec"]
+    lines = report.popcorn(record).splitlines()
+    assert lines[0] == "benchmark-count: 2" and lines[1].startswith("benchmark.0.spec: m: 128")
+    assert "benchmark.0.mean: " in "\n".join(lines) and lines[-1] == "check: pass"
+    assert "HOST TIMER" in report.table(record) and "| case |" in report.markdown(record)
+    json.loads(report.render(record, "json"))
+
+
+def test_load_record_rejects_foreign_json(tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}')
+    with pytest.raises(ValueError, match="not a result file"):
+        results.load_record(other)
+
+
+def test_make_eval_path_on_cpu(results_dir):
+    """What `make eval SUB=submission/torch_ref.py` runs, on small cases: test, then benchmark."""
+    out = cli("run", str(TORCH_REF), "--cases", "smoke", "--format", "popcorn", timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "check: pass" in out.stdout and "benchmark.1.mean" in out.stdout
+
+
+def test_default_submission_on_cpu_is_torch_ref():
+    from eval.submissions import best_runnable, needs
+
+    assert best_runnable().name == "torch_ref.py"
+    assert needs(ROOT / "submission" / "v5.py") == {"cuda"}
+    assert needs(ROOT / "submission" / "triton_ref.py") == {"cuda", "triton"}
