@@ -122,11 +122,18 @@ def quantize_nvfp4(x: torch.Tensor, global_scale: float | None = None):
     safe = torch.where(scale > 0, scale, torch.ones_like(scale))
     scaled = torch.where(scale.unsqueeze(2) > 0, blocks / safe.unsqueeze(2), torch.zeros_like(blocks))
     codes = _round_to_e2m1_codes(scaled).reshape(mn, k, l)
-    packed = (codes[:, 0::2, :] | (codes[:, 1::2, :] << 4))
-    packed = packed.permute(2, 0, 1).contiguous().permute(1, 2, 0)  # leaderboard strides: l outermost
-    scales = scale_fp8.permute(2, 0, 1).contiguous().permute(1, 2, 0)
+    packed = _leaderboard_layout(codes[:, 0::2, :] | (codes[:, 1::2, :] << 4))
+    scales = _leaderboard_layout(scale_fp8)
     permuted = to_permuted_scales(scales) if mn % 128 == 0 and (k // SF_VEC) % 4 == 0 else None
     return packed.view(torch.float4_e2m1fn_x2), scales, permuted, float(global_scale)
+
+
+def _leaderboard_layout(t: torch.Tensor) -> torch.Tensor:
+    """Copy [mn, x, l] into the leaderboard's storage order, l outermost (exact strides, also for l=1)."""
+    mn, x, l = t.shape
+    out = torch.empty((l, mn, x), dtype=t.dtype, device=t.device).permute(1, 2, 0)
+    out.copy_(t)
+    return out
 
 
 def _pick_global_scale(amax: torch.Tensor) -> float:

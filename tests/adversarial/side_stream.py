@@ -1,4 +1,4 @@
-"""Cheat (GPU): does the work on a side stream and returns before it finishes."""
+"""Cheat (GPU): leaves the write of c on a side stream and returns before it is done."""
 import torch
 import importlib.util
 import pathlib
@@ -13,8 +13,10 @@ def custom_kernel(data):
     if not _side:
         _side.append(torch.cuda.Stream())
     stream = _side[0]
+    c = data[-1]
+    result = _honest.custom_kernel(data[:-1] + (torch.empty_like(c),))
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        torch.cuda._sleep(20_000_000)  # ~10 ms: stands in for a long kernel
-        _honest.custom_kernel(data)
-    return data[-1]
+        torch.cuda._sleep(20_000_000)  # ~10 ms: stands in for a long kernel on that stream
+        c.copy_(result)
+    return c
