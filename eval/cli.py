@@ -150,6 +150,10 @@ def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output):
     emit(tested, fmt, None)
     if not tested["passed"]:
         sys.exit(EXIT_FAIL)
+    gpu = (tested.get("environment") or {}).get("gpu")
+    if (tested.get("environment") or {}).get("cuda_available") and not sol.load_floors(gpu):
+        click.echo(f"no floors cached for {gpu}: measuring them first (python -m eval sol)", err=True)
+        measure_floors(case_files.select_cases(case_set), timeout)
     record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, leaderboard=False)
     sys.exit(0 if record["passed"] else EXIT_FAIL)
 
@@ -187,24 +191,29 @@ def _profile_ncu(sub: Path, case_set: str, dist, timeout: float) -> int:
     return code
 
 
+def measure_floors(cases: list, timeout: float):
+    """Measure and cache this GPU's floors for the cases (in a worker of its own)."""
+    runner = modes.Runner(None, modes.Options(timeout=timeout))
+    try:
+        env = runner.ensure()
+        measured = runner.call("floor", {"shapes": [list(c.shape) for c in cases]})
+    finally:
+        runner.close()
+    return env, measured, sol.save_floors(env, measured)
+
+
 @main.command(name="sol")
 @click.option("--cases", "case_set", default="benchmarks", show_default=True)
 @click.option("--timeout", default=600.0, show_default=True)
 @handle_config_errors
 def sol_command(case_set, timeout):
     """Measure this GPU's streaming-read peak and the floor of each case; cache under results/."""
-    cases = case_files.select_cases(case_set)
-    runner = modes.Runner(None, modes.Options(timeout=timeout))
     try:
-        env = runner.ensure()
-        measured = runner.call("floor", {"shapes": [list(c.shape) for c in cases]})
+        env, measured, path = measure_floors(case_files.select_cases(case_set), timeout)
     except Exception as exc:
         reason = getattr(exc, "reason", str(exc))
         click.echo(f"error: speed-of-light measurement failed: {reason}", err=True)
         sys.exit(EXIT_FAIL)
-    finally:
-        runner.close()
-    path = sol.save_floors(env, measured)
     figures = case_files.gpu_figures(env.get("gpu", "")) or {}
     click.echo(f"{env.get('gpu')}: streaming read {measured['peak_read_tb_s']:.2f} TB/s "
                f"(datasheet {figures.get('peak_tb_s', '?')} TB/s)")
