@@ -132,9 +132,9 @@ __device__ __forceinline__ void decode_vector(uint4 v, __half2 (&b)[16]) {
 // prmt's selector nibble is s e1 e0 m: e1 e0 m picks a byte of the table {0,1,2,3,4,6,8,12} (2x the
 // e2m1 magnitude); s set makes prmt return the table byte's sign, 0. So prmt(code) keeps positive
 // codes and prmt(code ^ 8) keeps negative ones: two int8 lanes whose difference is 2x the value.
-__device__ __forceinline__ uint32_t lut4(uint32_t sel) {
+__device__ __forceinline__ uint32_t lut4(uint32_t sel, uint32_t lo = 0x03020100u) {
     uint32_t r;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(0x03020100u), "r"(0x0C080604u), "r"(sel));
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(0x0C080604u), "r"(sel));
     return r;
 }
 
@@ -146,19 +146,20 @@ __device__ __forceinline__ uint32_t signed4(uint32_t codes) {
 }
 
 // sum over 8 codes of (2a) * (2b), b given as two words of signed int8 lanes
-__device__ __forceinline__ void dot8(uint32_t w, uint32_t b_lo, uint32_t b_hi, int& pos, int& neg) {
+__device__ __forceinline__ void dot8(uint32_t w, uint32_t b_lo, uint32_t b_hi, uint32_t lo, int& pos, int& neg) {
     const uint32_t wn = w ^ 0x88888888u;
-    pos = __dp4a((int)lut4(w), (int)b_lo, pos);
-    neg = __dp4a((int)lut4(wn), (int)b_lo, neg);
-    pos = __dp4a((int)lut4(w >> 16), (int)b_hi, pos);
-    neg = __dp4a((int)lut4(wn >> 16), (int)b_hi, neg);
+    pos = __dp4a((int)lut4(w, lo), (int)b_lo, pos);
+    neg = __dp4a((int)lut4(wn, lo), (int)b_lo, neg);
+    pos = __dp4a((int)lut4(w >> 16, lo), (int)b_hi, pos);
+    neg = __dp4a((int)lut4(wn >> 16, lo), (int)b_hi, neg);
 }
 #endif
 
 // Block = G groups of TPR threads; a group owns R consecutive rows of one batch and splits K.
+// Each thread keeps D chunks of loads in flight (a ring of registers, unrolled so it needs no moves).
 // Hopper path: the block first decodes the vector into shared memory (signed int8, 2x value; its
 // scales as float * 1/4), laid out so that consecutive threads read consecutive 16-byte words.
-template <int TPR, int R, int BLOCK>
+template <int TPR, int R, int BLOCK, int D>
 __global__ void __launch_bounds__(BLOCK) gemv_kernel(
     const uint8_t* __restrict__ A, const uint8_t* __restrict__ B,
     const uint8_t* __restrict__ SFA, const uint8_t* __restrict__ SFB,
@@ -171,10 +172,11 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
     const int kb = K / 2;            // bytes per row of A
     const int ks = K / 16;           // scales per row
     const int chunks = K / 32;       // 16-byte chunks per row
-    const uint8_t* a_rows = A + ((size_t)l * M + row0) * kb;
+    const uint4* a_rows = reinterpret_cast<const uint4*>(A + ((size_t)l * M + row0) * kb);
     const uint8_t* sfa_rows = SFA + ((size_t)l * M + row0) * ks;
     const uint8_t* b_vec = B + (size_t)l * b_rows * kb;
     const uint8_t* sfb_vec = SFB + (size_t)l * b_rows * ks;
+    const int row_chunks = kb / 16;  // uint4 per row
 
 #ifndef NVFP4_HW_CVT
     extern __shared__ uint4 smem[];
@@ -187,7 +189,12 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
         const float2 f = scales2(load_u16(sfb_vec + 2 * c));
         ssf[c] = make_float2(0.25f * f.x, 0.25f * f.y);
     }
+    // the low half of the prmt table, read back from shared memory at a per-lane address: as a literal
+    // (or any uniform value) ptxas re-materialises it before every prmt, one extra instruction each
+    __shared__ uint32_t s_lut_low[32];
+    if (threadIdx.x < 32) s_lut_low[threadIdx.x] = 0x03020100u;
     __syncthreads();
+    const uint32_t lo = s_lut_low[threadIdx.x % 32];
 #else
     const float fold = (float)(1 << DECODE_SCALE_LOG2);
 #endif
@@ -196,50 +203,50 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
     #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.f;
 
-    int c = t;
-    Chunk cur[R];
-    if (c < chunks) {
+    const int steps = t < chunks ? (chunks - t + TPR - 1) / TPR : 0;  // chunks this thread handles
+    Chunk ring[D][R];
+    auto load = [&](Chunk (&slot)[R], int c) {
         #pragma unroll
         for (int r = 0; r < R; ++r) {
-            cur[r].a = load_stream(reinterpret_cast<const uint4*>(a_rows + (size_t)r * kb) + c);
-            cur[r].sfa = load_u16(sfa_rows + (size_t)r * ks + 2 * c);
+            slot[r].a = load_stream(a_rows + (size_t)r * row_chunks + c);
+            slot[r].sfa = load_u16(sfa_rows + (size_t)r * ks + 2 * c);
         }
-    }
-    while (c < chunks) {
-        const int n = c + TPR;
-        Chunk nxt[R];
-        if (n < chunks) {  // issue the next chunk's loads before using this one
-            #pragma unroll
-            for (int r = 0; r < R; ++r) {
-                nxt[r].a = load_stream(reinterpret_cast<const uint4*>(a_rows + (size_t)r * kb) + n);
-                nxt[r].sfa = load_u16(sfa_rows + (size_t)r * ks + 2 * n);
+    };
+    #pragma unroll
+    for (int i = 0; i < D; ++i)
+        if (i < steps) load(ring[i], t + i * TPR);
+
+    for (int s0 = 0; s0 < steps; s0 += D) {
+        #pragma unroll
+        for (int i = 0; i < D; ++i) {
+            const int s = s0 + i;
+            if (s < steps) {
+                const int c = t + s * TPR;
+#ifndef NVFP4_HW_CVT
+                const uint4 b0 = sb[c], b1 = sb[chunks + c];
+                const float2 sfb = ssf[c];
+                #pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    int p0 = 0, n0 = 0, p1 = 0, n1 = 0;
+                    dot8(ring[i][r].a.x, b0.x, b0.y, lo, p0, n0);
+                    dot8(ring[i][r].a.y, b0.z, b0.w, lo, p0, n0);
+                    dot8(ring[i][r].a.z, b1.x, b1.y, lo, p1, n1);
+                    dot8(ring[i][r].a.w, b1.z, b1.w, lo, p1, n1);
+                    const float2 sa = scales2(ring[i][r].sfa);
+                    acc[r] = fmaf((float)(p0 - n0), sa.x * sfb.x, acc[r]);
+                    acc[r] = fmaf((float)(p1 - n1), sa.y * sfb.y, acc[r]);
+                }
+#else
+                __half2 bh[16];
+                decode_vector(__ldg(reinterpret_cast<const uint4*>(b_vec) + c), bh);
+                float2 sfb = scales2(load_u16(sfb_vec + 2 * c));
+                sfb.x *= fold;
+                sfb.y *= fold;
+                accumulate<R>(ring[i], bh, sfb, acc);
+#endif
+                if (s + D < steps) load(ring[i], c + D * TPR);  // refill the slot just used
             }
         }
-#ifndef NVFP4_HW_CVT
-        const uint4 b0 = sb[c], b1 = sb[chunks + c];
-        const float2 sfb = ssf[c];
-        #pragma unroll
-        for (int r = 0; r < R; ++r) {
-            int p0 = 0, n0 = 0, p1 = 0, n1 = 0;
-            dot8(cur[r].a.x, b0.x, b0.y, p0, n0);
-            dot8(cur[r].a.y, b0.z, b0.w, p0, n0);
-            dot8(cur[r].a.z, b1.x, b1.y, p1, n1);
-            dot8(cur[r].a.w, b1.z, b1.w, p1, n1);
-            const float2 sa = scales2(cur[r].sfa);
-            acc[r] = fmaf((float)(p0 - n0), sa.x * sfb.x, acc[r]);
-            acc[r] = fmaf((float)(p1 - n1), sa.y * sfb.y, acc[r]);
-        }
-#else
-        __half2 bh[16];
-        decode_vector(__ldg(reinterpret_cast<const uint4*>(b_vec) + c), bh);
-        float2 sfb = scales2(load_u16(sfb_vec + 2 * c));
-        sfb.x *= fold;
-        sfb.y *= fold;
-        accumulate<R>(cur, bh, sfb, acc);
-#endif
-        #pragma unroll
-        for (int r = 0; r < R; ++r) cur[r] = nxt[r];
-        c = n;
     }
 
     // reduce over the TPR threads of the group
@@ -276,21 +283,23 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
 
 // Launch configurations compiled in: (threads per row group, rows per thread, block size)
 #define NVFP4_CONFIGS(X) \
-    X(8, 2, 128) X(8, 4, 128) X(16, 2, 128) X(16, 4, 128) X(32, 1, 128) X(32, 2, 128) X(32, 4, 128) \
-    X(32, 2, 256) X(32, 4, 256) X(64, 2, 128) X(64, 4, 128) X(128, 2, 128) X(128, 4, 128)
+    X(8, 2, 128, 2) X(16, 2, 128, 2) X(16, 4, 128, 2) X(32, 2, 128, 2) X(32, 2, 128, 4) X(32, 4, 128, 2) \
+    X(32, 4, 128, 3) X(64, 2, 128, 2) X(64, 2, 128, 4) X(64, 4, 128, 2) X(64, 4, 128, 3) X(128, 2, 128, 2) \
+    X(128, 2, 128, 4) X(128, 4, 128, 2) X(128, 4, 128, 3) X(32, 1, 128, 4)
 
 // returns 0 on success, -1 for a configuration that is not compiled in, else a cudaError_t
 extern "C" int nvfp4_gemv_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c,
-                                 int m, int k, int l, int b_rows, int tpr, int r, int block, cudaStream_t stream) {
+                                 int m, int k, int l, int b_rows, int tpr, int r, int block, int depth,
+                                 cudaStream_t stream) {
     // the Hopper path keeps the decoded vector in shared memory: 2 x 16 B + 8 B per 32 elements
     const size_t smem = (size_t)(k / 32) * 40;
-#define NVFP4_TRY(T, RR, BL)                                                                         \
-    if (tpr == T && r == RR && block == BL) {                                                       \
+#define NVFP4_TRY(T, RR, BL, DD)                                                                     \
+    if (tpr == T && r == RR && block == BL && depth == DD) {                                        \
         dim3 grid(m / ((BL / T) * RR), l);                                                          \
         if (smem > 48 * 1024)                                                                       \
-            cudaFuncSetAttribute(nvfp4::gemv_kernel<T, RR, BL>,                                     \
+            cudaFuncSetAttribute(nvfp4::gemv_kernel<T, RR, BL, DD>,                                     \
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);           \
-        nvfp4::gemv_kernel<T, RR, BL><<<grid, BL, smem, stream>>>(                                  \
+        nvfp4::gemv_kernel<T, RR, BL, DD><<<grid, BL, smem, stream>>>(                                  \
             (const uint8_t*)a, (const uint8_t*)b, (const uint8_t*)sfa, (const uint8_t*)sfb,         \
             (__half*)c, m, k, b_rows);                                                              \
         return (int)cudaGetLastError();                                                             \
@@ -307,10 +316,10 @@ BINDING_SRC = r"""
 #include <cuda_runtime_api.h>
 
 extern "C" int nvfp4_gemv_launch(const void*, const void*, const void*, const void*, void*,
-                                 int, int, int, int, int, int, int, cudaStream_t);
+                                 int, int, int, int, int, int, int, int, cudaStream_t);
 
 void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const at::Tensor& sfb,
-          at::Tensor& c, int64_t tpr, int64_t r, int64_t block) {
+          at::Tensor& c, int64_t tpr, int64_t r, int64_t block, int64_t depth) {
     const int64_t m = a.size(0), k = a.size(1) * 2, l = a.size(2);
     // the leaderboard's layouts: batch outermost, K contiguous
     TORCH_CHECK(a.stride(1) == 1 && a.stride(0) == k / 2 && (l == 1 || a.stride(2) == m * k / 2), "a: unexpected strides");
@@ -320,23 +329,25 @@ void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const
     TORCH_CHECK(c.stride(0) == 1 && (l == 1 || c.stride(2) == m), "c: unexpected strides");
     TORCH_CHECK(m % ((block / tpr) * r) == 0, "m must be a multiple of the rows per block");
     int err = nvfp4_gemv_launch(a.data_ptr(), b.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), c.data_ptr(),
-                                (int)m, (int)k, (int)l, (int)b.size(0), (int)tpr, (int)r, (int)block,
+                                (int)m, (int)k, (int)l, (int)b.size(0), (int)tpr, (int)r, (int)block, (int)depth,
                                 at::cuda::getCurrentCUDAStream());
     TORCH_CHECK(err == 0, "nvfp4 gemv launch failed: ", err < 0 ? "configuration not compiled in"
                                                                : cudaGetErrorString((cudaError_t)err));
 }
 """
 
-# (m, k, l) -> (threads per row group, rows per thread, block size); tuned on H100 (docs/perf-notes.md)
+# (m, k, l) -> a configuration from CONFIGS; tuned with python -m eval.tune (docs/perf-notes.md)
 TUNED = {
-    (7168, 16384, 1): (64, 4, 128),
-    (4096, 7168, 8): (128, 4, 128),
-    (7168, 2048, 4): (32, 4, 128),
+    (7168, 16384, 1): (64, 4, 128, 2),
+    (4096, 7168, 8): (128, 4, 128, 2),
+    (7168, 2048, 4): (32, 4, 128, 2),
 }
 
-# every configuration compiled into the kernel (python -m eval.tune submission/v5.py times them all)
-CONFIGS = [(8, 2, 128), (8, 4, 128), (16, 2, 128), (16, 4, 128), (32, 1, 128), (32, 2, 128), (32, 4, 128),
-           (32, 2, 256), (32, 4, 256), (64, 2, 128), (64, 4, 128), (128, 2, 128), (128, 4, 128)]
+# every configuration compiled into the kernel (python -m eval.tune submission/v5.py times them all):
+# (threads per row group, rows per thread, block size, chunks of loads in flight per thread)
+CONFIGS = [(8, 2, 128, 2), (16, 2, 128, 2), (16, 4, 128, 2), (32, 2, 128, 2), (32, 2, 128, 4), (32, 4, 128, 2),
+           (32, 4, 128, 3), (64, 2, 128, 2), (64, 2, 128, 4), (64, 4, 128, 2), (64, 4, 128, 3), (128, 2, 128, 2),
+           (128, 2, 128, 4), (128, 4, 128, 2), (128, 4, 128, 3), (32, 1, 128, 4)]
 
 _module = None
 _configs: dict = {}
@@ -370,17 +381,17 @@ def _ext():
     return _module
 
 
-def choose_config(m: int, k: int, l: int) -> tuple[int, int, int]:
+def choose_config(m: int, k: int, l: int) -> tuple[int, int, int, int]:
     """Tuned configuration for the benchmark shapes; otherwise threads per row group sized to the
     number of 16-byte chunks in a row (K/32) and two rows per thread."""
     if (m, k, l) in TUNED:
         return TUNED[(m, k, l)]
     chunks = k // 32
     tpr = 32 if chunks >= 32 else (16 if chunks >= 16 else 8)
-    return tpr, 2, 128
+    return tpr, 2, 128, 2
 
 
-def run_with(data: input_t, cfg: tuple[int, int, int]) -> output_t:
+def run_with(data: input_t, cfg: tuple[int, int, int, int]) -> output_t:
     a, b, sfa, sfb, _, _, c = data
     _ext().gemv(a, b, sfa, sfb, c, *cfg)
     return c
