@@ -174,6 +174,11 @@ def profile(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, nc
     sys.exit(0 if record["passed"] else EXIT_FAIL)
 
 
+# what a memory-bound kernel needs to be judged by (the full set takes ~40 replays per kernel)
+NCU_SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats", "SchedulerStats",
+                "WarpStateStats")
+
+
 def _profile_ncu(sub: Path, case_set: str, dist, timeout: float) -> int:
     ncu = shutil.which("ncu")
     if not ncu:
@@ -181,13 +186,14 @@ def _profile_ncu(sub: Path, case_set: str, dist, timeout: float) -> int:
     out_dir = results.RESULTS_DIR / "ncu"
     out_dir.mkdir(parents=True, exist_ok=True)
     report_base = out_dir / f"{results.now_stamp()}-{results.slug(sub.stem)}"
-    cmd = [ncu, "--nvtx", "--nvtx-include", "custom_kernel/", "--set", "full", "--target-processes", "all",
+    sections = [arg for name in NCU_SECTIONS for arg in ("--section", name)]
+    cmd = [ncu, "--nvtx", "--nvtx-include", "custom_kernel/", *sections, "--target-processes", "all",
            "-o", str(report_base), sys.executable, "-m", "eval.ncu_target", str(sub), case_set]
     if dist:
         cmd.append(dist)
     click.echo(" ".join(cmd), err=True)
     code = subprocess.call(cmd, timeout=timeout * 4)
-    subprocess.call([ncu, "--import", f"{report_base}.ncu-rep", "--page", "details", "--print-summary", "per-kernel"])
+    subprocess.call([ncu, "--import", f"{report_base}.ncu-rep", "--page", "details"])
     return code
 
 

@@ -178,6 +178,24 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
     const uint8_t* sfb_vec = SFB + (size_t)l * b_rows * ks;
     const int row_chunks = kb / 16;  // uint4 per row
 
+    float acc[R];
+    #pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = 0.f;
+
+    const int steps = t < chunks ? (chunks - t + TPR - 1) / TPR : 0;  // chunks this thread handles
+    Chunk ring[D][R];
+    auto load = [&](Chunk (&slot)[R], int c) {
+        #pragma unroll
+        for (int r = 0; r < R; ++r) {
+            slot[r].a = load_stream(a_rows + (size_t)r * row_chunks + c);
+            slot[r].sfa = load_u16(sfa_rows + (size_t)r * ks + 2 * c);
+        }
+    };
+    // A does not depend on the vector: start its loads before the block decodes the vector
+    #pragma unroll
+    for (int i = 0; i < D; ++i)
+        if (i < steps) load(ring[i], t + i * TPR);
+
 #ifndef NVFP4_HW_CVT
     extern __shared__ uint4 smem[];
     uint4* sb = smem;                                      // [2][chunks] x 16 int8
@@ -198,23 +216,6 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
 #else
     const float fold = (float)(1 << DECODE_SCALE_LOG2);
 #endif
-
-    float acc[R];
-    #pragma unroll
-    for (int r = 0; r < R; ++r) acc[r] = 0.f;
-
-    const int steps = t < chunks ? (chunks - t + TPR - 1) / TPR : 0;  // chunks this thread handles
-    Chunk ring[D][R];
-    auto load = [&](Chunk (&slot)[R], int c) {
-        #pragma unroll
-        for (int r = 0; r < R; ++r) {
-            slot[r].a = load_stream(a_rows + (size_t)r * row_chunks + c);
-            slot[r].sfa = load_u16(sfa_rows + (size_t)r * ks + 2 * c);
-        }
-    };
-    #pragma unroll
-    for (int i = 0; i < D; ++i)
-        if (i < steps) load(ring[i], t + i * TPR);
 
     for (int s0 = 0; s0 < steps; s0 += D) {
         #pragma unroll
@@ -338,9 +339,9 @@ void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const
 
 # (m, k, l) -> a configuration from CONFIGS; tuned with python -m eval.tune (docs/perf-notes.md)
 TUNED = {
-    (7168, 16384, 1): (64, 4, 128, 2),
-    (4096, 7168, 8): (128, 4, 128, 2),
-    (7168, 2048, 4): (32, 4, 128, 2),
+    (7168, 16384, 1): (128, 2, 128, 4),
+    (4096, 7168, 8): (64, 2, 128, 4),
+    (7168, 2048, 4): (32, 2, 128, 2),
 }
 
 # every configuration compiled into the kernel (python -m eval.tune submission/v5.py times them all):

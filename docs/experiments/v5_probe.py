@@ -1,0 +1,76 @@
+"""Probe where v5's time goes (GPU): the same kernel with parts of the work removed, timed like the
+harness (median of per-call runs, L2 flushed). Variants:
+  full       v5 as submitted
+  loads      A and SFA loads kept, all decode/dot-product work replaced by an XOR of the loaded words
+  no_sfa     full compute, but SFA replaced by a constant (no SFA loads)
+Run from the repo root: python docs/experiments/v5_probe.py [configs...]
+"""
+import importlib.util
+import re
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+from torch.utils.cpp_extension import load_inline
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+import reference  # noqa: E402
+from eval import cases, timing  # noqa: E402
+
+spec = importlib.util.spec_from_file_location("v5", ROOT / "submission" / "v5.py")
+v5 = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(v5)
+
+COMPUTE = re.compile(r"(#ifndef NVFP4_HW_CVT\n\s+const uint4 b0 = sb\[c\].*?)(#else)", re.S)
+LOADS_ONLY = """#ifndef NVFP4_HW_CVT
+                #pragma unroll
+                for (int r = 0; r < R; ++r)
+                    acc[r] += __int_as_float((ring[i][r].a.x ^ ring[i][r].a.y ^ ring[i][r].a.z ^ ring[i][r].a.w
+                                              ^ ring[i][r].sfa) & 0x1u);
+"""
+
+
+def variant(name: str) -> str:
+    src = v5.CUDA_SRC
+    if name == "loads":
+        src = COMPUTE.sub(lambda m: LOADS_ONLY + m.group(2), src, count=1)
+    elif name == "no_sfa":
+        src = src.replace("slot[r].sfa = load_u16(sfa_rows + (size_t)r * ks + 2 * c);", "slot[r].sfa = 0x3838;")
+    assert name == "full" or src != v5.CUDA_SRC, name
+    return src
+
+
+def build(name: str):
+    return load_inline(name=f"nvfp4_probe_{name}", cpp_sources=v5.BINDING_SRC, cuda_sources=variant(name),
+                       functions=["gemv"], extra_cuda_cflags=["-O3", "-std=c++17"], verbose=False)
+
+
+def main(configs):
+    import os
+
+    os.environ["TORCH_CUDA_ARCH_LIST"] = v5._arch_list()
+    flusher = timing.L2Flusher()
+    mods = {name: build(name) for name in ("full", "loads", "no_sfa")}
+    for case in cases.select_cases("benchmarks"):
+        data = reference.generate_input(**case.args)
+        a, b, sfa, sfb, _, _, c = data
+        cfgs = configs or [v5.choose_config(*case.shape)]
+        for cfg in cfgs:
+            row = []
+            for name, mod in mods.items():
+                samples = []
+                for _ in range(60):
+                    timing.sync()
+                    flusher.flush()
+                    t = timing.Timer()
+                    t.start()
+                    mod.gemv(a, b, sfa, sfb, c, *cfg)
+                    samples.append(t.stop())
+                row.append(f"{name} {statistics.median(samples) / 1e3:7.2f}")
+            print(f"{case.label:<14} {str(cfg):<18} " + "  ".join(row), flush=True)
+
+
+if __name__ == "__main__":
+    main([tuple(int(x) for x in arg.split(",")) for arg in sys.argv[1:]])
