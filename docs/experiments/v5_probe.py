@@ -3,6 +3,7 @@ harness (median of per-call runs, L2 flushed). Variants:
   full       v5 as submitted
   loads      A and SFA loads kept, all decode/dot-product work replaced by an XOR of the loaded words
   no_sfa     full compute, but SFA replaced by a constant (no SFA loads)
+  noalloc    full, but A always loaded with L1::no_allocate (V > 1 normally lets L1 keep the sector)
 Run from the repo root: python docs/experiments/v5_probe.py [configs...]
 """
 import importlib.util
@@ -23,12 +24,12 @@ spec = importlib.util.spec_from_file_location("v5", ROOT / "submission" / "v5.py
 v5 = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(v5)
 
-COMPUTE = re.compile(r"(#ifndef NVFP4_HW_CVT\n\s+const uint4 b0 = sb\[c\].*?)(#else)", re.S)
+COMPUTE = re.compile(r"(#ifndef NVFP4_HW_CVT\n\s+const int slot = v \* chunks \+ c;.*?)(#else)", re.S)
 LOADS_ONLY = """#ifndef NVFP4_HW_CVT
                 #pragma unroll
                 for (int r = 0; r < R; ++r)
-                    acc[r] += __int_as_float((ring[i][r].a.x ^ ring[i][r].a.y ^ ring[i][r].a.z ^ ring[i][r].a.w
-                                              ^ ring[i][r].sfa) & 0x1u);
+                    acc[r] += __int_as_float((ring[i][r].a[V - 1].x ^ ring[i][r].a[0].y ^ ring[i][r].a[0].z
+                                              ^ ring[i][r].a[0].w ^ ring[i][r].sfa[0]) & 0x1u);
 """
 
 
@@ -37,7 +38,14 @@ def variant(name: str) -> str:
     if name == "loads":
         src = COMPUTE.sub(lambda m: LOADS_ONLY + m.group(2), src, count=1)
     elif name == "no_sfa":
-        src = src.replace("slot[r].sfa = load_u16(sfa_rows + (size_t)r * ks + 2 * c);", "slot[r].sfa = 0x3838;")
+        src = src.replace("load_chunk<V>(slot[r], a_rows + (size_t)r * row_words, sfa_rows + (size_t)r * ks, c);",
+                          "{ load_chunk<V>(slot[r], a_rows + (size_t)r * row_words, sfa_rows + (size_t)r * ks, c); "
+                          "slot[r].sfa[0] = 0x38383838u; slot[r].sfa[(V - 1) / 2] = 0x38383838u; }")
+        src = src.replace("ch.sfa[0] = __ldg(reinterpret_cast<const unsigned short*>(sfa_row) + c);", "")
+        src = src.replace("ch.sfa[0] = __ldg(reinterpret_cast<const unsigned int*>(sfa_row) + c);", "")
+        src = src.replace("const uint2 s = __ldg(reinterpret_cast<const uint2*>(sfa_row) + c);", "const uint2 s = make_uint2(0, 0);")
+    elif name == "noalloc":
+        src = src.replace("load_a(a_row + c * V + v, V > 1)", "load_a(a_row + c * V + v, false)")
     assert name == "full" or src != v5.CUDA_SRC, name
     return src
 
@@ -52,7 +60,7 @@ def main(configs):
 
     os.environ["TORCH_CUDA_ARCH_LIST"] = v5._arch_list()
     flusher = timing.L2Flusher()
-    mods = {name: build(name) for name in ("full", "loads", "no_sfa")}
+    mods = {name: build(name) for name in ("full", "loads", "no_sfa", "noalloc")}
     for case in cases.select_cases("benchmarks"):
         data = reference.generate_input(**case.args)
         a, b, sfa, sfb, _, _, c = data
