@@ -38,8 +38,8 @@ def variant(name: str) -> str:
     if name == "loads":
         src = COMPUTE.sub(lambda m: LOADS_ONLY + m.group(2), src, count=1)
     elif name == "no_sfa":
-        src = src.replace("load_chunk<V>(slot[r], a_rows + (size_t)r * row_words, sfa_rows + (size_t)r * ks, c);",
-                          "{ load_chunk<V>(slot[r], a_rows + (size_t)r * row_words, sfa_rows + (size_t)r * ks, c); "
+        src = src.replace("load_chunk<V>(slot[r], a_rows + (size_t)r * row_words, sfa_rows + (size_t)r * ks, chunk0 + c);",
+                          "{ load_chunk<V>(slot[r], a_rows + (size_t)r * row_words, sfa_rows + (size_t)r * ks, chunk0 + c); "
                           "slot[r].sfa[0] = 0x38383838u; slot[r].sfa[(V - 1) / 2] = 0x38383838u; }")
         src = src.replace("ch.sfa[0] = __ldg(reinterpret_cast<const unsigned short*>(sfa_row) + c);", "")
         src = src.replace("ch.sfa[0] = __ldg(reinterpret_cast<const unsigned int*>(sfa_row) + c);", "")
