@@ -222,10 +222,6 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
     for (int r = 0; r < R; ++r) acc[r] = 0.f;
 
     const int steps = t < chunks ? (chunks - t + TPR - 1) / TPR : 0;  // steps this thread handles
-    // each group starts its walk along K at a different step, so that concurrent requests do not all
-    // hit the same column of rows whose pitch is a power of two (same DRAM channel and bank)
-    const int rotate = steps ? (int)((blockIdx.x * G + group) * 5u % (unsigned)steps) : 0;
-    auto chunk_of = [&](int step) { const int q = step + rotate; return t + (q >= steps ? q - steps : q) * TPR; };
     Chunk<V> ring[D][R];
     auto load = [&](Chunk<V> (&slot)[R], int c) {
         #pragma unroll
@@ -234,7 +230,7 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
     // A does not depend on the vector: start its loads before the block decodes the vector
     #pragma unroll
     for (int i = 0; i < D; ++i)
-        if (i < steps) load(ring[i], chunk_of(i));
+        if (i < steps) load(ring[i], t + i * TPR);
 
 #ifndef NVFP4_HW_CVT
     extern __shared__ uint4 smem[];
@@ -265,7 +261,7 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
         for (int i = 0; i < D; ++i) {
             const int s = s0 + i;
             if (s < steps) {
-                const int c = chunk_of(s);
+                const int c = t + s * TPR;
                 #pragma unroll
                 for (int v = 0; v < V; ++v) {
 #ifndef NVFP4_HW_CVT
@@ -293,7 +289,7 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
                     accumulate<R, V>(ring[i], v, bh, sfb, acc);
 #endif
                 }
-                if (s + D < steps) load(ring[i], chunk_of(s + D));  // refill the slot just used
+                if (s + D < steps) load(ring[i], c + D * TPR);  // refill the slot just used
             }
         }
     }
@@ -413,7 +409,7 @@ void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const
 
 # (m, k, l) -> a configuration from CONFIGS; tuned with python -m eval.tune (docs/perf-notes.md)
 TUNED = {
-    (7168, 16384, 1): (32, 2, 128, 2, 1, 1),
+    (7168, 16384, 1): (32, 2, 128, 2, 1, 4),
     (4096, 7168, 8): (32, 2, 128, 2, 1, 1),
     (7168, 2048, 4): (32, 2, 128, 2, 1, 1),
 }
