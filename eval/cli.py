@@ -150,10 +150,7 @@ def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output):
     emit(tested, fmt, None)
     if not tested["passed"]:
         sys.exit(EXIT_FAIL)
-    gpu = (tested.get("environment") or {}).get("gpu")
-    if (tested.get("environment") or {}).get("cuda_available") and not sol.load_floors(gpu):
-        click.echo(f"no floors cached for {gpu}: measuring them first (python -m eval sol)", err=True)
-        measure_floors(case_files.select_cases(case_set), timeout)
+    ensure_floors(tested.get("environment") or {}, case_files.select_cases(case_set), timeout)
     record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, leaderboard=False)
     sys.exit(0 if record["passed"] else EXIT_FAIL)
 
@@ -206,6 +203,14 @@ def measure_floors(cases: list, timeout: float):
     finally:
         runner.close()
     return env, measured, sol.save_floors(env, measured)
+
+
+def ensure_floors(environment: dict, cases: list, timeout: float) -> None:
+    """Measure this GPU's floors first when none are cached, so reports can show × floor."""
+    gpu = environment.get("gpu")
+    if environment.get("cuda_available") and not sol.load_floors(gpu):
+        click.echo(f"no floors cached for {gpu}: measuring them first (python -m eval sol)", err=True)
+        measure_floors(cases, timeout)
 
 
 @main.command(name="sol")
@@ -274,6 +279,12 @@ def rank(subs, case_set, method, timeout):
     from eval.submissions import all_submissions
 
     subs = list(subs) or all_submissions()
+    runner = modes.Runner(None, modes.Options(timeout=timeout))
+    try:
+        environment = runner.ensure()
+    finally:
+        runner.close()
+    ensure_floors(environment, case_files.select_cases(case_set), timeout)
     outcome = ranking.rank(subs, case_files.select_cases("tests"), case_files.select_cases(case_set),
                            modes.Options(timeout=timeout, method=method))
     click.echo(outcome["text"])

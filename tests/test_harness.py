@@ -96,3 +96,24 @@ def test_default_submission_is_best_runnable_here():
     assert best_runnable().name == ("v5.py" if HAS_CUDA else "torch_ref.py")
     assert needs(ROOT / "submission" / "v5.py") == {"cuda"}
     assert needs(ROOT / "submission" / "triton_ref.py") == {"cuda", "triton"}
+
+
+def test_run_measures_floors_when_none_cached(monkeypatch, results_dir):
+    """make eval on a GPU with no cached floors measures them before benchmarking."""
+    from click.testing import CliRunner
+
+    from eval import cli, sol
+
+    env = {"gpu": "Fake GPU", "cuda_available": True}
+    calls = []
+    monkeypatch.setattr(cli.modes, "run_tests", lambda *a, **k: {"passed": True, "environment": env, "mode": "test",
+                                                                 "cases": [], "error": None, "submission": "x"})
+    monkeypatch.setattr(cli, "measure_floors", lambda cases, timeout: calls.append(len(cases)))
+    monkeypatch.setattr(cli, "_benchmark", lambda *a, **k: {"passed": True})
+    result = CliRunner().invoke(cli.main, ["run", str(TORCH_REF)])
+    assert result.exit_code == 0, result.output
+    assert calls == [3]
+    sol.cache_path("Fake GPU").write_text('{"floors": {}}')
+    calls.clear()
+    assert CliRunner().invoke(cli.main, ["run", str(TORCH_REF)]).exit_code == 0
+    assert calls == []
