@@ -143,7 +143,7 @@ def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW):
 
 
 # (m, k, l) -> threads per row; measured on an H200 (docs/perf-notes.md)
-TUNED = {(7168, 16384, 1): 8, (4096, 7168, 8): 4, (7168, 2048, 4): 2}
+TUNED = {(7168, 16384, 1): 8, (4096, 7168, 8): 4, (7168, 2048, 4): 4}
 CONFIGS = [1, 2, 4, 8, 16, 32]  # threads per row that python -m eval.tune times
 
 
