@@ -1,8 +1,9 @@
 """v4: CuTe DSL, per-shape tuning of v3.
 
-Adds over v3: the number of threads that share a row (and so the rows per CTA and the CTAs per
-128-row tile) is chosen per benchmark shape from a table measured with `python -m eval.tune`, with a
-rule for any other valid shape: more threads per row when rows are few and K is long.
+Adds over v3: a thread owns R rows instead of one, so each decoded (and 2^14-corrected) pair of
+vector codes feeds R fma.rn.f16x2 instead of one; and the tile shape (threads per row TK, rows per
+thread R, hence rows per CTA and CTAs per 128-row tile) is chosen per benchmark shape from a table
+measured with `python -m eval.tune`, with a rule for any other valid shape.
 Measured: see docs/perf-notes.md (CuTe DSL path).
 """
 import torch
@@ -65,13 +66,14 @@ def half2_sum(h: cutlass.Int32, *, loc=None, ip=None) -> cutlass.Float32:
 
 @cute.kernel
 def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.Tensor, mC: cute.Tensor,
-           tk: cutlass.Constexpr, hw: cutlass.Constexpr):
+           tk: cutlass.Constexpr, rows: cutlass.Constexpr, hw: cutlass.Constexpr):
     bidx, _, bidz = cute.arch.block_idx()
     tidx, _, _ = cute.arch.thread_idx()
-    rows_per_cta = threads_per_cta // tk
-    tile, part = bidx // tk, bidx % tk          # 128-row tile, and which rows of it this CTA owns
-    r = part * rows_per_cta + tidx // tk          # row inside the tile
-    kq = tidx % tk                                # this thread's share of the K tiles
+    rows_per_cta = (threads_per_cta // tk) * rows
+    ctas_per_tile = TILE_M // rows_per_cta
+    tile, part = bidx // ctas_per_tile, bidx % ctas_per_tile   # 128-row tile, and which rows of it
+    r0 = part * rows_per_cta + (tidx // tk) * rows              # first of this thread's rows in the tile
+    kq = tidx % tk                                              # this thread's share of the K tiles
 
     word_tiler = (TILE_M, TILE_K // 8)
     gA32 = cute.local_tile(mA32, word_tiler, (None, None, None))
@@ -80,36 +82,47 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
     gSFB = cute.local_tile(mSFB, (TILE_M, TILE_K), (None, None, None))
     fold = cutlass.Float32(1.0) if cutlass.const_expr(hw) else cutlass.Float32(16384.0)
 
-    acc = cutlass.Float32(0.0)
+    acc = cute.make_rmem_tensor(cute.make_layout((rows,)), cutlass.Float32)
+    for r in cutlass.range_constexpr(rows):
+        acc[r] = cutlass.Float32(0.0)
     k_tiles = gSFA.layout[3].shape
     for k_tile in range(kq, k_tiles, tk):
-        a_words = cute.make_rmem_tensor_like(gA32[r, None, tile, k_tile, bidz], cutlass.Int32)
         b_words = cute.make_rmem_tensor_like(gB32[0, None, 0, k_tile, bidz], cutlass.Int32)
-        a_words.store(gA32[r, None, tile, k_tile, bidz].load())
         b_words.store(gB32[0, None, 0, k_tile, bidz].load())
-        sfa = gSFA[r, None, tile, k_tile, bidz]
         sfb = gSFB[0, None, 0, k_tile, bidz]
-        for blk in cutlass.range_constexpr(TILE_K // 16):
-            part_sum = cutlass.Int32(0)
-            for w in cutlass.range_constexpr(2):
-                word = 2 * blk + w
-                for i in cutlass.range_constexpr(4):
-                    b_pair = fp4_pair(b_words[word], i, hw)
-                    if cutlass.const_expr(not hw):
-                        b_pair = times_2_14(b_pair)
-                    part_sum = hfma2(fp4_pair(a_words[word], i, hw), b_pair, part_sum)
-            scale = sfa[16 * blk].to(cutlass.Float32) * sfb[16 * blk].to(cutlass.Float32) * fold
-            acc += half2_sum(part_sum) * scale
+        # the vector's pairs, decoded once for all R rows
+        b_pairs = cute.make_rmem_tensor(cute.make_layout((TILE_K // 2,)), cutlass.Int32)
+        for word in cutlass.range_constexpr(TILE_K // 8):
+            for i in cutlass.range_constexpr(4):
+                pair = fp4_pair(b_words[word], i, hw)
+                if cutlass.const_expr(not hw):
+                    pair = times_2_14(pair)
+                b_pairs[4 * word + i] = pair
+        for r in cutlass.range_constexpr(rows):
+            a_words = cute.make_rmem_tensor_like(gA32[r0 + r, None, tile, k_tile, bidz], cutlass.Int32)
+            a_words.store(gA32[r0 + r, None, tile, k_tile, bidz].load())
+            sfa = gSFA[r0 + r, None, tile, k_tile, bidz]
+            for blk in cutlass.range_constexpr(TILE_K // 16):
+                part_sum = cutlass.Int32(0)
+                for w in cutlass.range_constexpr(2):
+                    word = 2 * blk + w
+                    for i in cutlass.range_constexpr(4):
+                        part_sum = hfma2(fp4_pair(a_words[word], i, hw), b_pairs[4 * word + i], part_sum)
+                scale = sfa[16 * blk].to(cutlass.Float32) * sfb[16 * blk].to(cutlass.Float32) * fold
+                acc[r] = acc[r] + half2_sum(part_sum) * scale
 
-    for offset in cutlass.range_constexpr(tk.bit_length() - 1):
-        acc += cute.arch.shuffle_sync_bfly(acc, offset=tk >> (offset + 1))
-    if kq == 0:
-        mC[tile * TILE_M + r, 0, bidz] = acc.to(cutlass.Float16)
+    for r in cutlass.range_constexpr(rows):
+        total = acc[r]
+        for offset in cutlass.range_constexpr(tk.bit_length() - 1):
+            total += cute.arch.shuffle_sync_bfly(total, offset=tk >> (offset + 1))
+        if kq == 0:
+            mC[tile * TILE_M + r0 + r, 0, bidz] = total.to(cutlass.Float16)
 
 
 @cute.jit
 def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointer, sfb_ptr: cute.Pointer,
-              c_ptr: cute.Pointer, problem_size: tuple, tk: cutlass.Constexpr, hw: cutlass.Constexpr):
+              c_ptr: cute.Pointer, problem_size: tuple, tk: cutlass.Constexpr, rows: cutlass.Constexpr,
+              hw: cutlass.Constexpr):
     m, _, k, l = problem_size
     n_padded_128 = 128  # b and sfb are padded to 128 rows (row 0 is the vector)
     kw = k // 8         # 32-bit words of 8 codes per row
@@ -118,7 +131,8 @@ def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointe
     sfa = cute.make_tensor(sfa_ptr, blockscaled_utils.tile_atom_to_shape_SF((m, k, l), sf_vec_size))
     sfb = cute.make_tensor(sfb_ptr, blockscaled_utils.tile_atom_to_shape_SF((n_padded_128, k, l), sf_vec_size))
     c = cute.make_tensor(c_ptr, cute.make_layout((m, 1, l), stride=(1, 1, m)))
-    kernel(a32, b32, sfa, sfb, c, tk, hw).launch(grid=(cute.ceil_div(m, TILE_M) * tk, 1, l),
+    ctas_per_tile = TILE_M // ((threads_per_cta // tk) * rows)
+    kernel(a32, b32, sfa, sfb, c, tk, rows, hw).launch(grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l),
                                                  block=[threads_per_cta, 1, 1], cluster=(1, 1, 1))
 
 
@@ -130,36 +144,37 @@ def hardware_fp4() -> bool:
     return torch.cuda.get_device_capability()[0] >= 10
 
 
-def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW):
-    """Compile once per (decode path, threads per row) and cache; the first call compiles."""
-    key = (hw, tk)
+def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1):
+    """Compile once per (decode path, threads per row, rows per thread) and cache; the first call compiles."""
+    key = (hw, tk, rows)
     if key not in _compiled:
         gmem = cute.AddressSpace.gmem
         ptrs = [make_ptr(cutlass.Int32, 0, gmem, assumed_align=16), make_ptr(cutlass.Int32, 0, gmem, assumed_align=16),
                 make_ptr(sf_dtype, 0, gmem, assumed_align=32), make_ptr(sf_dtype, 0, gmem, assumed_align=32),
                 make_ptr(c_dtype, 0, gmem, assumed_align=16)]
-        _compiled[key] = cute.compile(my_kernel, *ptrs, (0, 0, 0, 0), tk, hw)
+        _compiled[key] = cute.compile(my_kernel, *ptrs, (0, 0, 0, 0), tk, rows, hw)
     return _compiled[key]
 
 
-# (m, k, l) -> threads per row; measured on an H200 (docs/perf-notes.md)
-TUNED = {(7168, 16384, 1): 8, (4096, 7168, 8): 4, (7168, 2048, 4): 4}
-CONFIGS = [1, 2, 4, 8, 16, 32]  # threads per row that python -m eval.tune times
+# (m, k, l) -> (threads per row, rows per thread); measured on an H200 (docs/perf-notes.md).
+# rows per thread may not exceed threads per row (a CTA covers at most one 128-row tile)
+TUNED = {(7168, 16384, 1): (8, 2), (4096, 7168, 8): (4, 2), (7168, 2048, 4): (4, 2)}
+CONFIGS = [(2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (8, 4), (16, 2), (16, 4)]
 
 
-def choose_config(m: int, k: int, l: int) -> int:
-    """Threads per row: the tuned value, otherwise more threads for longer rows (each keeps >= 4 K tiles)."""
+def choose_config(m: int, k: int, l: int) -> tuple[int, int]:
+    """The tuned tile, otherwise more threads for longer rows (each keeps >= 4 K tiles), 2 rows each."""
     if (m, k, l) in TUNED:
         return TUNED[(m, k, l)]
-    tk = 1
+    tk = 2
     while tk < 8 and k // 64 >= 8 * tk:
         tk *= 2
-    return tk
+    return tk, 2
 
 
-def run_with(data: input_t, tk: int) -> output_t:
+def run_with(data: input_t, config: tuple[int, int]) -> output_t:
     a, b, _, _, sfa_permuted, sfb_permuted, c = data
-    compiled = compile_kernel(hardware_fp4(), tk)
+    compiled = compile_kernel(hardware_fp4(), *config)
     m, kh, l = a.shape
     gmem = cute.AddressSpace.gmem
     compiled(make_ptr(cutlass.Int32, a.data_ptr(), gmem, assumed_align=16),
