@@ -86,30 +86,38 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
     for r in cutlass.range_constexpr(rows):
         acc[r] = cutlass.Float32(0.0)
     k_tiles = gSFA.layout[3].shape
-    for k_tile in range(kq, k_tiles, tk):
-        b_words = cute.make_rmem_tensor_like(gB32[0, None, 0, k_tile, bidz], cutlass.Int32)
-        b_words.store(gB32[0, None, 0, k_tile, bidz].load())
-        sfb = gSFB[0, None, 0, k_tile, bidz]
-        # the vector's pairs, decoded once for all R rows
-        b_pairs = cute.make_rmem_tensor(cute.make_layout((TILE_K // 2,)), cutlass.Int32)
-        for word in cutlass.range_constexpr(TILE_K // 8):
-            for i in cutlass.range_constexpr(4):
-                pair = fp4_pair(b_words[word], i, hw)
-                if cutlass.const_expr(not hw):
-                    pair = times_2_14(pair)
-                b_pairs[4 * word + i] = pair
-        for r in cutlass.range_constexpr(rows):
-            a_words = cute.make_rmem_tensor_like(gA32[r0 + r, None, tile, k_tile, bidz], cutlass.Int32)
-            a_words.store(gA32[r0 + r, None, tile, k_tile, bidz].load())
-            sfa = gSFA[r0 + r, None, tile, k_tile, bidz]
-            for blk in cutlass.range_constexpr(TILE_K // 16):
-                part_sum = cutlass.Int32(0)
-                for w in cutlass.range_constexpr(2):
-                    word = 2 * blk + w
+    # two K tiles per iteration, every load of both issued before any decode (more bytes in flight)
+    for k_first in range(kq, k_tiles, 2 * tk):
+        a_words = cute.make_rmem_tensor(cute.make_layout((2, rows, TILE_K // 8)), cutlass.Int32)
+        b_words = cute.make_rmem_tensor(cute.make_layout((2, TILE_K // 8)), cutlass.Int32)
+        for h in cutlass.range_constexpr(2):
+            k_tile = k_first + h * tk
+            if k_tile < k_tiles:
+                b_words[h, None].store(gB32[0, None, 0, k_tile, bidz].load())
+                for r in cutlass.range_constexpr(rows):
+                    a_words[h, r, None].store(gA32[r0 + r, None, tile, k_tile, bidz].load())
+        for h in cutlass.range_constexpr(2):
+            k_tile = k_first + h * tk
+            if k_tile < k_tiles:
+                sfb = gSFB[0, None, 0, k_tile, bidz]
+                # the vector's pairs, decoded once for all R rows
+                b_pairs = cute.make_rmem_tensor(cute.make_layout((TILE_K // 2,)), cutlass.Int32)
+                for word in cutlass.range_constexpr(TILE_K // 8):
                     for i in cutlass.range_constexpr(4):
-                        part_sum = hfma2(fp4_pair(a_words[word], i, hw), b_pairs[4 * word + i], part_sum)
-                scale = sfa[16 * blk].to(cutlass.Float32) * sfb[16 * blk].to(cutlass.Float32) * fold
-                acc[r] = acc[r] + half2_sum(part_sum) * scale
+                        pair = fp4_pair(b_words[h, word], i, hw)
+                        if cutlass.const_expr(not hw):
+                            pair = times_2_14(pair)
+                        b_pairs[4 * word + i] = pair
+                for r in cutlass.range_constexpr(rows):
+                    sfa = gSFA[r0 + r, None, tile, k_tile, bidz]
+                    for blk in cutlass.range_constexpr(TILE_K // 16):
+                        part_sum = cutlass.Int32(0)
+                        for w in cutlass.range_constexpr(2):
+                            word = 2 * blk + w
+                            for i in cutlass.range_constexpr(4):
+                                part_sum = hfma2(fp4_pair(a_words[h, r, word], i, hw), b_pairs[4 * word + i], part_sum)
+                        scale = sfa[16 * blk].to(cutlass.Float32) * sfb[16 * blk].to(cutlass.Float32) * fold
+                        acc[r] = acc[r] + half2_sum(part_sum) * scale
 
     for r in cutlass.range_constexpr(rows):
         total = acc[r]
