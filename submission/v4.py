@@ -166,7 +166,7 @@ def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1):
 
 # (m, k, l) -> (threads per row, rows per thread); measured on an H200 (docs/perf-notes.md).
 # rows per thread may not exceed threads per row (a CTA covers at most one 128-row tile)
-TUNED = {(7168, 16384, 1): (8, 2), (4096, 7168, 8): (4, 2), (7168, 2048, 4): (4, 2)}
+TUNED = {(7168, 16384, 1): (8, 2), (4096, 7168, 8): (4, 2), (7168, 2048, 4): (4, 1)}
 CONFIGS = [(2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (8, 4), (16, 2), (16, 4)]
 
 
