@@ -208,9 +208,11 @@ def measure_floors(cases: list, timeout: float):
 def ensure_floors(environment: dict, cases: list, timeout: float) -> None:
     """Measure this GPU's floors first when none are cached, so reports can show × floor."""
     gpu = environment.get("gpu")
-    if environment.get("cuda_available") and not sol.load_floors(gpu):
-        click.echo(f"no floors cached for {gpu}: measuring them first (python -m eval sol)", err=True)
-        measure_floors(cases, timeout)
+    missing = sol.missing_floors(gpu, [c.shape for c in cases]) if environment.get("cuda_available") else []
+    if missing:
+        click.echo(f"no floor cached on {gpu} for {len(missing)} case(s): measuring first (python -m eval sol)",
+                   err=True)
+        measure_floors([c for c in cases if c.shape in missing], timeout)
 
 
 @main.command(name="sol")

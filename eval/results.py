@@ -16,7 +16,7 @@ from pathlib import Path
 
 from eval.cases import ROOT
 
-RESULTS_DIR = ROOT / "results"
+RESULTS_DIR = Path(os.environ.get("NVFP4_GEMV_RESULTS_DIR", ROOT / "results"))  # tests point it elsewhere
 SCHEMA_VERSION = 1
 REQUIRED_KEYS = ("schema", "mode", "submission", "environment", "cases")
 
@@ -49,8 +49,10 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "x"
 
 
-def write_new(payload: dict, stem: str, directory: Path = RESULTS_DIR) -> Path:
-    """Write JSON to directory/stem.json (or stem-2.json, ...) without ever replacing a file."""
+def write_new(payload: dict, stem: str, directory: Path | None = None) -> Path:
+    """Write JSON to directory/stem.json (or stem-2.json, ...) without ever replacing a file.
+    The directory defaults to RESULTS_DIR as it is when called."""
+    directory = Path(directory) if directory is not None else RESULTS_DIR
     directory.mkdir(parents=True, exist_ok=True)
     text = json.dumps(payload, indent=1, sort_keys=False, default=_jsonable)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)

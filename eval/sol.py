@@ -100,8 +100,17 @@ def cache_path(gpu_name: str) -> Path:
 
 
 def save_floors(environment: dict, measured: dict) -> Path:
+    """Cache floors for this GPU, keeping those of other shapes measured before."""
+    earlier = (load_floors(environment.get("gpu")) or {}).get("floors", {})
+    measured = {**measured, "floors": {**earlier, **measured["floors"]}}
     payload = {"gpu": environment.get("gpu"), "environment": environment, "created": results.now_stamp(), **measured}
     return results.write_text_new(json.dumps(payload, indent=1), cache_path(environment.get("gpu", "unknown")))
+
+
+def missing_floors(gpu_name: str | None, shapes: list) -> list:
+    """The (m, k, l) shapes that have no cached floor on this GPU."""
+    cached = (load_floors(gpu_name) or {}).get("floors", {})
+    return [shape for shape in shapes if "x".join(map(str, shape)) not in cached]
 
 
 def load_floors(gpu_name: str | None) -> dict | None:

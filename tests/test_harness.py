@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -12,8 +13,11 @@ from tests.conftest import HAS_CUDA, ROOT
 TORCH_REF = ROOT / "submission" / "torch_ref.py"
 
 
+SCRATCH_RESULTS = tempfile.mkdtemp(prefix="nvfp4-results-")  # CLI runs never write the real results/
+
+
 def cli(*args, env=None, timeout=300):
-    full_env = {**os.environ, **(env or {})}
+    full_env = {**os.environ, "NVFP4_GEMV_RESULTS_DIR": SCRATCH_RESULTS, **(env or {})}
     return subprocess.run([sys.executable, "-m", "eval", *args], cwd=ROOT, capture_output=True, text=True,
                           env=full_env, timeout=timeout)
 
@@ -113,7 +117,11 @@ def test_run_measures_floors_when_none_cached(monkeypatch, results_dir):
     result = CliRunner().invoke(cli.main, ["run", str(TORCH_REF)])
     assert result.exit_code == 0, result.output
     assert calls == [3]
-    sol.cache_path("Fake GPU").write_text('{"floors": {}}')
+    sol.cache_path("Fake GPU").write_text('{"floors": {"7168x16384x1": {"median_ns": 1.0}}}')
+    calls.clear()
+    assert CliRunner().invoke(cli.main, ["run", str(TORCH_REF)]).exit_code == 0
+    assert calls == [2]  # only the two shapes without a cached floor
+    sol.cache_path("Fake GPU").write_text('{"floors": {"7168x16384x1": {}, "4096x7168x8": {}, "7168x2048x4": {}}}')
     calls.clear()
     assert CliRunner().invoke(cli.main, ["run", str(TORCH_REF)]).exit_code == 0
     assert calls == []
