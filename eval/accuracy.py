@@ -8,7 +8,7 @@ import torch
 
 from eval import modes
 from eval.cases import Case
-from eval.worker import WorkerFailure
+from eval.timing import event_samples
 
 
 # -- inside the worker ----------------------------------------------------------------------------
@@ -62,17 +62,7 @@ def time_bf16_gemv(args: dict, flusher, runs: int = 100) -> dict:
     mat = dequantize(a, sfa).to(torch.bfloat16).permute(2, 0, 1).contiguous()  # [l, m, k]
     vec = dequantize(b[0:1], sfb[0:1]).to(torch.bfloat16).permute(2, 1, 0).contiguous()  # [l, k, 1]
     out = torch.empty(mat.shape[0], mat.shape[1], 1, dtype=torch.bfloat16, device=mat.device)
-    torch.bmm(mat, vec, out=out)
-    samples = []
-    for _ in range(runs):
-        torch.cuda.synchronize()
-        flusher.flush()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.bmm(mat, vec, out=out)
-        end.record()
-        torch.cuda.synchronize()
-        samples.append(start.elapsed_time(end) * 1e6)
+    samples = event_samples(lambda: torch.bmm(mat, vec, out=out), flusher, runs)
     return {"median_ns": statistics.median(samples), "mean_ns": statistics.fmean(samples),
             "bytes": mat.numel() * 2 + vec.numel() * 2 + out.numel() * 2}
 
@@ -80,25 +70,14 @@ def time_bf16_gemv(args: dict, flusher, runs: int = 100) -> dict:
 # -- parent ---------------------------------------------------------------------------------------
 
 def run(submission, cases: list[Case], options: modes.Options) -> dict:
-    runner = modes.Runner(submission, options)
-    record = modes.new_record("accuracy", submission, runner, options)
-    try:
-        if record["error"]:
-            return record
-        for case in cases:
-            entry = {"spec": case.spec, "label": case.label, "args": dict(case.args, dist="quantized")}
-            try:
-                entry.update(runner.call("accuracy", {"args": entry["args"]}))
-                entry["status"] = "pass" if entry["exact_check"]["passed"] else "fail"
-                if entry["status"] == "fail":
-                    entry["error"] = entry["exact_check"]["message"]
-            except WorkerFailure as failure:
-                entry.update(status="fail", error=failure.reason)
-            record["cases"].append(entry)
-        record["passed"] = all(c["status"] == "pass" for c in record["cases"])
-        return record
-    finally:
-        runner.close()
+    def measure_case(runner, entry):
+        entry["args"]["dist"] = "quantized"
+        result = runner.call("accuracy", {"args": entry["args"]})
+        check = result["exact_check"]
+        return {**result, "status": "pass" if check["passed"] else "fail",
+                **({} if check["passed"] else {"error": check["message"]})}
+
+    return modes.run_each_case("accuracy", submission, cases, options, measure_case)
 
 
 def render(record: dict) -> str:

@@ -90,17 +90,21 @@ def new_record(mode: str, submission: Path | None, runner: Runner, options: Opti
     return record
 
 
-def run_tests(submission: Path, cases: list[Case], options: Options, guarded: bool = True) -> dict:
+def run_each_case(mode: str, submission: Path | None, cases: list[Case], options: Options, call) -> dict:
+    """Run call(runner, entry) -> dict for every case in one worker; a failing case is recorded with
+    its reason and the others still run. `passed` when every case passed."""
     runner = Runner(submission, options)
-    record = new_record("test", submission, runner, options)
+    record = new_record(mode, submission, runner, options)
     try:
         if record["error"]:
             return record
         for case in cases:
             entry = {"spec": case.spec, "label": case.label, "args": case_args(case, options)}
             try:
-                runner.call("test", {"args": entry["args"], "guarded": guarded})
-                entry["status"] = "pass"
+                entry.update(call(runner, entry))
+                entry.setdefault("status", "pass")
+                if entry["status"] != "pass":
+                    entry.setdefault("error", "failed")
             except WorkerFailure as failure:
                 entry.update(status="fail", error=failure.reason, detail=failure.detail)
             record["cases"].append(entry)
@@ -108,6 +112,11 @@ def run_tests(submission: Path, cases: list[Case], options: Options, guarded: bo
         return record
     finally:
         runner.close()
+
+
+def run_tests(submission: Path, cases: list[Case], options: Options, guarded: bool = True) -> dict:
+    return run_each_case("test", submission, cases, options,
+                         lambda runner, entry: runner.call("test", {"args": entry["args"], "guarded": guarded}))
 
 
 def run_benchmarks(submission: Path, cases: list[Case], options: Options, leaderboard: bool = False) -> dict:
@@ -182,20 +191,5 @@ def finish_record(record: dict, expected_cases: int) -> None:
 
 
 def run_profile(submission: Path, cases: list[Case], options: Options, ncu: bool = False) -> dict:
-    runner = Runner(submission, options)
-    record = new_record("profile", submission, runner, options)
-    try:
-        if record["error"]:
-            return record
-        for case in cases:
-            entry = {"spec": case.spec, "label": case.label, "args": case_args(case, options)}
-            try:
-                entry["report"] = runner.call("profile", {"args": entry["args"], "ncu": ncu})
-                entry["status"] = "pass"
-            except WorkerFailure as failure:
-                entry.update(status="fail", error=failure.reason, detail=failure.detail)
-            record["cases"].append(entry)
-        record["passed"] = all(c["status"] == "pass" for c in record["cases"])
-        return record
-    finally:
-        runner.close()
+    return run_each_case("profile", submission, cases, options,
+                         lambda runner, entry: {"report": runner.call("profile", {"args": entry["args"], "ncu": ncu})})

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from eval import cases as case_files
 from eval import results
+from eval.timing import event_samples
 
 PEAK_BUFFER_BYTES = 2 << 30
 FLOOR_RUNS = 60
@@ -53,18 +54,7 @@ def time_read(n_bytes: int, flusher, runs: int = FLOOR_RUNS) -> dict:
         grid = (triton_cdiv(words, block * iters),)
         dst = torch.empty(grid[0], dtype=torch.int32, device="cuda")
         launch = lambda: kernel[grid](src, dst, words, BLOCK=block, ITERS=iters, num_warps=warps)
-        launch()
-        torch.cuda.synchronize()
-        samples = []
-        for _ in range(runs):
-            torch.cuda.synchronize()
-            flusher.flush()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            launch()
-            end.record()
-            torch.cuda.synchronize()
-            samples.append(start.elapsed_time(end) * 1e6)
+        samples = event_samples(launch, flusher, runs)
         median = statistics.median(samples)
         if best is None or median < best["median_ns"]:
             best = {"median_ns": median, "best_ns": min(samples), "config": [block, iters, warps]}

@@ -97,6 +97,22 @@ class Timer:
         return self.elapsed_ns()
 
 
+def event_samples(launch: Callable, flusher: L2Flusher, runs: int) -> list[float]:
+    """ns of launch() per run, the harness's way (one untimed warm call first; then per run:
+    synchronize, flush L2, events around the call). For the floor and the BF16 baseline."""
+    launch()
+    sync()
+    timer = Timer()
+    samples = []
+    for _ in range(runs):
+        sync()
+        flusher.flush()
+        timer.start()
+        launch()
+        samples.append(timer.stop())
+    return samples
+
+
 def clone_data(data):
     if isinstance(data, tuple):
         return tuple(clone_data(x) for x in data)
