@@ -47,6 +47,13 @@ def test_side_stream_is_caught(tmp_path):
     assert "not complete on the current stream" in reason or "pre-filled c unchanged" in reason, reason
 
 
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_cuda_illegal_address_is_caught_and_the_next_case_runs(tmp_path):
+    record = run("illegal_address", n_cases=2, log_dir=tmp_path)
+    assert [c["status"] for c in record["cases"]] == ["fail", "fail"]
+    assert all("CUDA error" in c["error"] or "crashed" in c["error"] for c in record["cases"]), record["cases"]
+
+
 def test_crash_does_not_stop_later_cases(tmp_path):
     record = run("exits", n_cases=2, log_dir=tmp_path)
     assert [c["status"] for c in record["cases"]] == ["fail", "fail"]
