@@ -19,4 +19,8 @@ def custom_kernel(data):
     with torch.cuda.stream(stream):
         torch.cuda._sleep(20_000_000)  # ~10 ms: stands in for a long kernel on that stream
         c.copy_(result)
+    # keep `result` alive until the side stream has read it: without this the caching allocator
+    # hands its block to the next allocation on the current stream (the guard's snapshot), and the
+    # delayed copy would copy that instead (seen on an H200: c came back unchanged)
+    result.record_stream(stream)
     return c
