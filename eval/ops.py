@@ -6,7 +6,6 @@ describe_error turns the exception into the one-line reason the parent reports.
 from __future__ import annotations
 
 import importlib.util
-import os
 import platform
 import sys
 from pathlib import Path

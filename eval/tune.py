@@ -15,7 +15,7 @@ import reference
 
 
 def tune(sub: str, case_set: str = "benchmarks", runs: int = 100) -> None:
-    module_kernel = ops.load_submission(Path(sub))
+    ops.load_submission(Path(sub))  # imports the file as the module `submission`
     module = sys.modules["submission"]
     configs = getattr(module, "CONFIGS", None)
     if not configs:
@@ -35,20 +35,12 @@ def tune(sub: str, case_set: str = "benchmarks", runs: int = 100) -> None:
             if not good:
                 rows.append((float("inf"), cfg, "WRONG"))
                 continue
-            samples = []
-            for _ in range(runs):
-                timing.sync()
-                flusher.flush()
-                t = timing.Timer()
-                t.start()
-                module.run_with(data, cfg)
-                samples.append(t.stop())
+            samples = timing.event_samples(lambda: module.run_with(data, cfg), flusher, runs)
             rows.append((statistics.median(samples), cfg, ""))
         rows.sort(key=lambda r: r[0])
         print(f"== {case.label}  default={module.choose_config(m, k, l)}")
         for med, cfg, note in reversed(rows[:8]):
             print(f"   {str(cfg):<18} {med / 1e3:8.2f} µs {note}")
-    del module_kernel
 
 
 if __name__ == "__main__":

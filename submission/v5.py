@@ -69,13 +69,6 @@ __device__ __forceinline__ float2 scales2(uint16_t s) {
     return __half22float2(*reinterpret_cast<__half2*>(&h));
 }
 
-__device__ __forceinline__ uint4 load_stream(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    return v;
-}
-
 __device__ __forceinline__ uint16_t load_u16(const uint8_t* p) {
     return __ldg(reinterpret_cast<const unsigned short*>(p));
 }

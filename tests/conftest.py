@@ -15,7 +15,7 @@ gpu = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
 @pytest.fixture
 def results_dir(tmp_path, monkeypatch):
     """Redirect every result file into a temporary folder."""
-    from eval import modes, rank, results, sol
+    from eval import rank, results, sol
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     monkeypatch.setattr(rank, "MARKDOWN_PATH", tmp_path / "leaderboard.md")

@@ -1,5 +1,4 @@
 """task.yml mirrors the leaderboard; shapes.yaml only adds to it."""
-import yaml
 
 from eval import cases
 from reference import validate_shape

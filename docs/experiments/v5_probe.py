@@ -12,7 +12,6 @@ import statistics
 import sys
 from pathlib import Path
 
-import torch
 from torch.utils.cpp_extension import load_inline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,14 +67,7 @@ def main(configs):
         for cfg in cfgs:
             row = []
             for name, mod in mods.items():
-                samples = []
-                for _ in range(60):
-                    timing.sync()
-                    flusher.flush()
-                    t = timing.Timer()
-                    t.start()
-                    mod.gemv(a, b, sfa, sfb, c, *cfg)
-                    samples.append(t.stop())
+                samples = timing.event_samples(lambda: mod.gemv(a, b, sfa, sfb, c, *cfg), flusher, 60)
                 row.append(f"{name} {statistics.median(samples) / 1e3:7.2f}")
             print(f"{case.label:<14} {str(cfg):<18} " + "  ".join(row), flush=True)
 
