@@ -1,10 +1,14 @@
-"""v4: CuTe DSL, per-shape tuning of v3.
+"""v4: CuTe DSL, per-shape tuning of v3, and a cheaper software FP4 decode on Hopper.
 
-Adds over v3: a thread owns R rows instead of one, so each decoded (and 2^14-corrected) pair of
-vector codes feeds R fma.rn.f16x2 instead of one; and the tile shape (threads per row TK, rows per
-thread R, hence rows per CTA and CTAs per 128-row tile) is chosen per benchmark shape from a table
-measured with `python -m eval.tune`, with a rule for any other valid shape.
-Measured: see docs/perf-notes.md (CuTe DSL path).
+Adds over v3: a thread owns R rows instead of one, so each decoded vector chunk feeds R rows; the
+tile shape (threads per row TK, rows per thread R) is chosen per benchmark shape from a table
+measured with `python -m eval.tune`, with a rule for any other valid shape. Below sm_100 the FP4
+codes no longer become half2 by shift/mask (5 instructions a pair): a byte lookup (prmt, whose
+sign-replicate mode splits positive and negative codes) feeds int8 dot products (dp4a), exact;
+sm_100+ keeps the hardware cvt and fma.rn.f16x2. Rows are declared 16-byte aligned (cute.assume),
+so A and b load as ld.global.v4 instead of eight scalar loads.
+Measured (H100, 2026-11-21): 41.60 / 61.15 / 21.53 us, geomean 37.97 us = 1.34 x the read floor
+(v3: 55.12); see docs/perf-notes.md (CuTe DSL path).
 """
 import torch
 
@@ -31,17 +35,10 @@ def _asm(result_type, args, text, constraints, loc=None, ip=None):
 
 
 @dsl_user_op
-def fp4_pair(word: cutlass.Int32, i: int, hw: bool, *, loc=None, ip=None) -> cutlass.Int32:
-    """Two codes of a word of 8 as half2 bits. Software: codes i and i+4 (value * 2^-14); hardware:
-    codes 2i and 2i+1 (exact). A and b use the same function, so their lanes match."""
-    if hw:
-        text = (f"{{\n\t.reg .b8 q;\n\t.reg .b32 t;\n\tshr.u32 t, $1, {8 * i};\n\tcvt.u8.u32 q, t;\n\t"
-                "cvt.rn.f16x2.e2m1x2 $0, q;\n\t}")
-    else:
-        mag = f"shl.b32 m, $1, {9 - 4 * i};" if i < 3 else "shr.b32 m, $1, 3;"
-        sgn = f"shl.b32 s, $1, {12 - 4 * i};" if i < 3 else "mov.b32 s, $1;"
-        text = (f"{{\n\t.reg .b32 m, s;\n\t{mag}\n\t{sgn}\n\tand.b32 m, m, 0x0E000E00;\n\t"
-                "and.b32 s, s, 0x80008000;\n\tor.b32 $0, m, s;\n\t}")
+def fp4_pair(word: cutlass.Int32, i: int, *, loc=None, ip=None) -> cutlass.Int32:
+    """Codes 2i and 2i+1 of a word of 8 as half2 bits, exact (sm_100+ hardware conversion)."""
+    text = (f"{{\n\t.reg .b8 q;\n\t.reg .b32 t;\n\tshr.u32 t, $1, {8 * i};\n\tcvt.u8.u32 q, t;\n\t"
+            "cvt.rn.f16x2.e2m1x2 $0, q;\n\t}")
     return cutlass.Int32(_asm(T.i32(), [cutlass.Int32(word)], text, "=r,r", loc, ip))
 
 
@@ -52,21 +49,46 @@ def hfma2(a: cutlass.Int32, b: cutlass.Int32, c: cutlass.Int32, *, loc=None, ip=
 
 
 @dsl_user_op
-def times_2_14(h: cutlass.Int32, *, loc=None, ip=None) -> cutlass.Int32:
-    """half2 * 16384 (exact for the software decode's value * 2^-14)."""
-    return cutlass.Int32(_asm(T.i32(), [cutlass.Int32(h)], "{\n\t.reg .b32 k;\n\tmov.b32 k, 0x74007400;\n\tmul.rn.f16x2 $0, $1, k;\n\t}", "=r,r", loc, ip))
-
-
-@dsl_user_op
 def half2_sum(h: cutlass.Int32, *, loc=None, ip=None) -> cutlass.Float32:
     return cutlass.Float32(_asm(T.f32(), [cutlass.Int32(h)],
                                 "{\n\t.reg .b16 lo, hi;\n\t.reg .f32 x, y;\n\tmov.b32 {lo, hi}, $1;\n\t"
                                 "cvt.f32.f16 x, lo;\n\tcvt.f32.f16 y, hi;\n\tadd.f32 $0, x, y;\n\t}", "=f,r", loc, ip))
 
 
+# prmt table: byte i of {0x03020100, 0x0C080604} is 2x the e2m1 magnitude of code i; a selector
+# nibble with bit 3 set (a negative code) returns the table byte's sign, 0
+_LUT = "mov.b32 lo, 0x03020100;\n\tmov.b32 hi, 0x0C080604;\n\t"
+
+
+@dsl_user_op
+def signed4(codes: cutlass.Int32, *, loc=None, ip=None) -> cutlass.Int32:
+    """4 codes (low 16 bits) -> 4 signed int8 lanes of 2x their value (the vector's side)."""
+    text = ("{\n\t.reg .b32 lo, hi, p, n;\n\t" + _LUT +
+            "prmt.b32 p, lo, hi, $1;\n\txor.b32 n, $1, 0x8888;\n\tprmt.b32 n, lo, hi, n;\n\t"
+            "sub.u32 n, 0x80808080, n;\n\txor.b32 n, n, 0x80808080;\n\tor.b32 $0, n, p;\n\t}")
+    return cutlass.Int32(_asm(T.i32(), [cutlass.Int32(codes)], text, "=r,r", loc, ip))
+
+
+@dsl_user_op
+def block_dot(w0: cutlass.Int32, w1: cutlass.Int32, b0: cutlass.Int32, b1: cutlass.Int32, b2: cutlass.Int32,
+              b3: cutlass.Int32, *, loc=None, ip=None) -> cutlass.Float32:
+    """Sum over one 16-code block (two words of A) of (2a)(2b), exact, as f32: positive and negative
+    codes of A looked up separately (prmt) and dotted with the vector's int8 lanes (dp4a)."""
+    def word(w, lo_b, hi_b):
+        return (f"prmt.b32 t, lo, hi, {w};\n\tdp4a.s32.s32 p, t, {lo_b}, p;\n\t"
+                f"xor.b32 x, {w}, 0x88888888;\n\tprmt.b32 t, lo, hi, x;\n\tdp4a.s32.s32 n, t, {lo_b}, n;\n\t"
+                f"shr.u32 t, {w}, 16;\n\tprmt.b32 t, lo, hi, t;\n\tdp4a.s32.s32 p, t, {hi_b}, p;\n\t"
+                f"shr.u32 t, x, 16;\n\tprmt.b32 t, lo, hi, t;\n\tdp4a.s32.s32 n, t, {hi_b}, n;\n\t")
+    text = ("{\n\t.reg .b32 lo, hi, t, x, p, n;\n\t" + _LUT + "mov.b32 p, 0;\n\tmov.b32 n, 0;\n\t"
+            + word("$1", "$3", "$4") + word("$2", "$5", "$6") +
+            "sub.s32 p, p, n;\n\tcvt.rn.f32.s32 $0, p;\n\t}")
+    args = [cutlass.Int32(v) for v in (w0, w1, b0, b1, b2, b3)]
+    return cutlass.Float32(_asm(T.f32(), args, text, "=f,r,r,r,r,r,r", loc, ip))
+
+
 @cute.kernel
 def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.Tensor, mC: cute.Tensor,
-           tk: cutlass.Constexpr, rows: cutlass.Constexpr, hw: cutlass.Constexpr):
+           tk: cutlass.Constexpr, rows: cutlass.Constexpr, depth: cutlass.Constexpr, hw: cutlass.Constexpr):
     bidx, _, bidz = cute.arch.block_idx()
     tidx, _, _ = cute.arch.thread_idx()
     rows_per_cta = (threads_per_cta // tk) * rows
@@ -80,34 +102,44 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
     gB32 = cute.local_tile(mB32, word_tiler, (None, None, None))
     gSFA = cute.local_tile(mSFA, (TILE_M, TILE_K), (None, None, None))
     gSFB = cute.local_tile(mSFB, (TILE_M, TILE_K), (None, None, None))
-    fold = cutlass.Float32(1.0) if cutlass.const_expr(hw) else cutlass.Float32(16384.0)
 
     acc = cute.make_rmem_tensor(cute.make_layout((rows,)), cutlass.Float32)
     for r in cutlass.range_constexpr(rows):
         acc[r] = cutlass.Float32(0.0)
     k_tiles = gSFA.layout[3].shape
-    # two K tiles per iteration, every load of both issued before any decode (more bytes in flight)
-    for k_first in range(kq, k_tiles, 2 * tk):
-        a_words = cute.make_rmem_tensor(cute.make_layout((2, rows, TILE_K // 8)), cutlass.Int32)
-        b_words = cute.make_rmem_tensor(cute.make_layout((2, TILE_K // 8)), cutlass.Int32)
-        for h in cutlass.range_constexpr(2):
+    # `depth` K tiles per iteration, every load of all of them issued before any decode (bytes in flight)
+    for k_first in range(kq, k_tiles, depth * tk):
+        a_words = cute.make_rmem_tensor(cute.make_layout((depth, rows, TILE_K // 8)), cutlass.Int32)
+        b_words = cute.make_rmem_tensor(cute.make_layout((depth, TILE_K // 8)), cutlass.Int32)
+        for h in cutlass.range_constexpr(depth):
             k_tile = k_first + h * tk
             if k_tile < k_tiles:
                 b_words[h, None].store(gB32[0, None, 0, k_tile, bidz].load())
                 for r in cutlass.range_constexpr(rows):
                     a_words[h, r, None].store(gA32[r0 + r, None, tile, k_tile, bidz].load())
-        for h in cutlass.range_constexpr(2):
+        for h in cutlass.range_constexpr(depth):
             k_tile = k_first + h * tk
-            if k_tile < k_tiles:
+            if k_tile < k_tiles and cutlass.const_expr(not hw):
+                sfb = gSFB[0, None, 0, k_tile, bidz]
+                # the vector as signed int8 lanes (2x value), decoded once for all R rows
+                b_int = cute.make_rmem_tensor(cute.make_layout((TILE_K // 4,)), cutlass.Int32)
+                for word in cutlass.range_constexpr(TILE_K // 8):
+                    b_int[2 * word] = signed4(b_words[h, word])
+                    b_int[2 * word + 1] = signed4(b_words[h, word] >> 16)
+                for r in cutlass.range_constexpr(rows):
+                    sfa = gSFA[r0 + r, None, tile, k_tile, bidz]
+                    for blk in cutlass.range_constexpr(TILE_K // 16):
+                        dot = block_dot(a_words[h, r, 2 * blk], a_words[h, r, 2 * blk + 1], b_int[4 * blk],
+                                        b_int[4 * blk + 1], b_int[4 * blk + 2], b_int[4 * blk + 3])
+                        scale = sfa[16 * blk].to(cutlass.Float32) * sfb[16 * blk].to(cutlass.Float32) * 0.25
+                        acc[r] = acc[r] + dot * scale
+            if k_tile < k_tiles and cutlass.const_expr(hw):
                 sfb = gSFB[0, None, 0, k_tile, bidz]
                 # the vector's pairs, decoded once for all R rows
                 b_pairs = cute.make_rmem_tensor(cute.make_layout((TILE_K // 2,)), cutlass.Int32)
                 for word in cutlass.range_constexpr(TILE_K // 8):
                     for i in cutlass.range_constexpr(4):
-                        pair = fp4_pair(b_words[h, word], i, hw)
-                        if cutlass.const_expr(not hw):
-                            pair = times_2_14(pair)
-                        b_pairs[4 * word + i] = pair
+                        b_pairs[4 * word + i] = fp4_pair(b_words[h, word], i)
                 for r in cutlass.range_constexpr(rows):
                     sfa = gSFA[r0 + r, None, tile, k_tile, bidz]
                     for blk in cutlass.range_constexpr(TILE_K // 16):
@@ -115,8 +147,8 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
                         for w in cutlass.range_constexpr(2):
                             word = 2 * blk + w
                             for i in cutlass.range_constexpr(4):
-                                part_sum = hfma2(fp4_pair(a_words[h, r, word], i, hw), b_pairs[4 * word + i], part_sum)
-                        scale = sfa[16 * blk].to(cutlass.Float32) * sfb[16 * blk].to(cutlass.Float32) * fold
+                                part_sum = hfma2(fp4_pair(a_words[h, r, word], i), b_pairs[4 * word + i], part_sum)
+                        scale = sfa[16 * blk].to(cutlass.Float32) * sfb[16 * blk].to(cutlass.Float32)
                         acc[r] = acc[r] + half2_sum(part_sum) * scale
 
     for r in cutlass.range_constexpr(rows):
@@ -130,17 +162,17 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
 @cute.jit
 def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointer, sfb_ptr: cute.Pointer,
               c_ptr: cute.Pointer, problem_size: tuple, tk: cutlass.Constexpr, rows: cutlass.Constexpr,
-              hw: cutlass.Constexpr):
+              depth: cutlass.Constexpr, hw: cutlass.Constexpr):
     m, _, k, l = problem_size
     n_padded_128 = 128  # b and sfb are padded to 128 rows (row 0 is the vector)
-    kw = k // 8         # 32-bit words of 8 codes per row
+    kw = cute.assume(k // 8, divby=8)  # 32-bit words of 8 codes per row (k % 64 == 0): rows stay 16-byte aligned, so loads vectorise
     a32 = cute.make_tensor(a32_ptr, cute.make_layout((m, kw, l), stride=(kw, 1, m * kw)))
     b32 = cute.make_tensor(b32_ptr, cute.make_layout((n_padded_128, kw, l), stride=(kw, 1, n_padded_128 * kw)))
     sfa = cute.make_tensor(sfa_ptr, blockscaled_utils.tile_atom_to_shape_SF((m, k, l), sf_vec_size))
     sfb = cute.make_tensor(sfb_ptr, blockscaled_utils.tile_atom_to_shape_SF((n_padded_128, k, l), sf_vec_size))
     c = cute.make_tensor(c_ptr, cute.make_layout((m, 1, l), stride=(1, 1, m)))
     ctas_per_tile = TILE_M // ((threads_per_cta // tk) * rows)
-    kernel(a32, b32, sfa, sfb, c, tk, rows, hw).launch(grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l),
+    kernel(a32, b32, sfa, sfb, c, tk, rows, depth, hw).launch(grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l),
                                                  block=[threads_per_cta, 1, 1], cluster=(1, 1, 1))
 
 
@@ -152,35 +184,38 @@ def hardware_fp4() -> bool:
     return torch.cuda.get_device_capability()[0] >= 10
 
 
-def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1):
-    """Compile once per (decode path, threads per row, rows per thread) and cache; the first call compiles."""
-    key = (hw, tk, rows)
+def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, depth: int = 2):
+    """Compile once per (decode path, threads per row, rows per thread, K tiles in flight) and cache;
+    the first call compiles."""
+    key = (hw, tk, rows, depth)
     if key not in _compiled:
         gmem = cute.AddressSpace.gmem
         ptrs = [make_ptr(cutlass.Int32, 0, gmem, assumed_align=16), make_ptr(cutlass.Int32, 0, gmem, assumed_align=16),
                 make_ptr(sf_dtype, 0, gmem, assumed_align=32), make_ptr(sf_dtype, 0, gmem, assumed_align=32),
                 make_ptr(c_dtype, 0, gmem, assumed_align=16)]
-        _compiled[key] = cute.compile(my_kernel, *ptrs, (0, 0, 0, 0), tk, rows, hw)
+        _compiled[key] = cute.compile(my_kernel, *ptrs, (0, 0, 0, 0), tk, rows, depth, hw)
     return _compiled[key]
 
 
-# (m, k, l) -> (threads per row, rows per thread); measured on an H200 (docs/perf-notes.md).
-# rows per thread may not exceed threads per row (a CTA covers at most one 128-row tile)
-TUNED = {(7168, 16384, 1): (8, 2), (4096, 7168, 8): (4, 2), (7168, 2048, 4): (4, 1)}
-CONFIGS = [(2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (8, 4), (16, 2), (16, 4)]
+# (m, k, l) -> (threads per row, rows per thread, K tiles in flight); measured on an H100 with
+# `python -m eval.tune` (docs/perf-notes.md). Rows per thread may not exceed threads per row (a CTA
+# covers at most one 128-row tile)
+TUNED = {(7168, 16384, 1): (16, 2, 2), (4096, 7168, 8): (4, 2, 2), (7168, 2048, 4): (4, 2, 2)}
+CONFIGS = [(4, 1, 2), (4, 2, 2), (8, 2, 2), (16, 1, 2), (16, 2, 2), (4, 1, 4), (4, 2, 4), (8, 1, 4), (8, 2, 4),
+           (16, 1, 4), (16, 2, 4), (32, 1, 4), (4, 2, 3), (16, 2, 3), (8, 2, 3)]
 
 
-def choose_config(m: int, k: int, l: int) -> tuple[int, int]:
+def choose_config(m: int, k: int, l: int) -> tuple[int, int, int]:
     """The tuned tile, otherwise more threads for longer rows (each keeps >= 4 K tiles), 2 rows each."""
     if (m, k, l) in TUNED:
         return TUNED[(m, k, l)]
     tk = 2
     while tk < 8 and k // 64 >= 8 * tk:
         tk *= 2
-    return tk, 2
+    return tk, 2, 2
 
 
-def run_with(data: input_t, config: tuple[int, int]) -> output_t:
+def run_with(data: input_t, config: tuple[int, int, int]) -> output_t:
     a, b, _, _, sfa_permuted, sfb_permuted, c = data
     compiled = compile_kernel(hardware_fp4(), *config)
     m, kh, l = a.shape

@@ -4,10 +4,12 @@ Adds over v4 (CuTe DSL): hand-written CUDA via torch load_inline (built once at 
 processes). Hopper: FP4 codes go through a byte lookup (prmt; its sign-replicate mode splits positive
 and negative codes into two int8 lanes) and int8 dot products (dp4a), exact; the vector is decoded
 once per block into shared memory; each thread streams 16-byte chunks of A for 2 rows with 2 chunks
-of loads in flight; fp32 accumulation across scale blocks. sm_100a: hardware cvt.rn.f16x2.e2m1x2 and
+of loads in flight; fp32 accumulation across scale blocks. Per-shape launch shapes: case 1 gives a
+whole 256-thread block to 2 rows (all of a thread's loads issued up front, 3584 short blocks instead
+of 896 long ones that left a partial last wave). sm_100a: hardware cvt.rn.f16x2.e2m1x2 and
 fma.rn.f16x2 instead. Optional split-K with an atomic fp32 reduction (used for short-M shapes).
-Measured (H200, harness per-call timing, 2026-11-21): 25.2-26.2 / 41.3-43.6 / 13.8-15.4 us for the three
-benchmarks = 1.19-1.24 / 1.12-1.17 / 1.06-1.17 x the measured read floor (docs/perf-notes.md).
+Measured (H100, harness per-call timing, 2026-11-21): 30.82 / 55.42 / 17.12 us = 1.12 / 1.09 / 1.05 x
+the measured read floor, geomean 30.8 us (docs/perf-notes.md).
 """
 import os
 
@@ -179,15 +181,74 @@ __device__ __forceinline__ void dot8(uint32_t w, uint32_t b_lo, uint32_t b_hi, u
     pos = __dp4a((int)lut4(w >> 16, lo), (int)b_hi, pos);
     neg = __dp4a((int)lut4(wn >> 16, lo), (int)b_hi, neg);
 }
+
+// one 16-byte chunk of A (32 codes, two scale blocks) against the matching decoded vector chunk:
+// acc += sum over the two blocks of (integer dot) * sfa * sfb / 4
+__device__ __forceinline__ float chunk_dot(uint4 a, uint16_t sfa2, uint4 b0, uint4 b1, float2 sfb, uint32_t lo, float acc) {
+    int p0 = 0, n0 = 0, p1 = 0, n1 = 0;
+    dot8(a.x, b0.x, b0.y, lo, p0, n0);
+    dot8(a.y, b0.z, b0.w, lo, p0, n0);
+    dot8(a.z, b1.x, b1.y, lo, p1, n1);
+    dot8(a.w, b1.z, b1.w, lo, p1, n1);
+    const float2 sa = scales2(sfa2);
+    acc = fmaf((float)(p0 - n0), sa.x * sfb.x, acc);
+    return fmaf((float)(p1 - n1), sa.y * sfb.y, acc);
+}
+
+// 16 bytes of packed b -> two uint4 of signed int8 lanes (2x value), in dot8's order
+__device__ __forceinline__ void decode_b_chunk(uint4 v, uint4& b0, uint4& b1) {
+    b0 = make_uint4(signed4(v.x), signed4(v.x >> 16), signed4(v.y), signed4(v.y >> 16));
+    b1 = make_uint4(signed4(v.z), signed4(v.z >> 16), signed4(v.w), signed4(v.w >> 16));
+}
+
+// the low half of the prmt table, read back from shared memory at a per-lane address: as a literal
+// (or any uniform value) ptxas re-materialises it before every prmt, one extra instruction each
+__device__ __forceinline__ uint32_t pinned_lut_low(uint32_t* s_lut_low) {
+    if (threadIdx.x < 32) s_lut_low[threadIdx.x] = 0x03020100u;
+    __syncthreads();
+    return s_lut_low[threadIdx.x % 32];
+}
 #endif
+
+// sum each of R values over the TPR threads of a group (groups of TPR consecutive threads); the
+// result is valid in each group's first thread
+template <int TPR, int R, int BLOCK>
+__device__ __forceinline__ void group_sums(float (&acc)[R], float (&total)[R]) {
+    constexpr int W = TPR < 32 ? TPR : 32;
+    #pragma unroll
+    for (int r = 0; r < R; ++r) {
+    #pragma unroll
+        for (int o = W / 2; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o, W);
+    }
+    if constexpr (TPR > 32) {
+        constexpr int WPG = TPR / 32;  // warps per group
+        __shared__ float part[BLOCK / 32][R];
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = threadIdx.x / TPR;
+        if (lane == 0) {
+            #pragma unroll
+            for (int r = 0; r < R; ++r) part[warp][r] = acc[r];
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int r = 0; r < R; ++r) {
+            float s = 0.f;
+            #pragma unroll
+            for (int w = 0; w < WPG; ++w) s += part[group * WPG + w][r];
+            total[r] = s;
+        }
+    } else {
+        #pragma unroll
+        for (int r = 0; r < R; ++r) total[r] = acc[r];
+    }
+}
 
 // Block = G groups of TPR threads; a group owns R consecutive rows of one batch and splits K into
 // steps of V x 16 bytes per thread. Each thread keeps D steps of loads in flight (a ring of registers,
 // unrolled so it needs no moves). Hopper path: the block decodes the vector into shared memory
 // (signed int8, 2x value; its scales as float * 1/4), laid out so that consecutive threads read
 // consecutive 16-byte words.
-template <int TPR, int R, int BLOCK, int D, int V>
-__global__ void __launch_bounds__(BLOCK) gemv_kernel(
+template <int TPR, int R, int BLOCK, int D, int V, int MINB>
+__global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
     const uint8_t* __restrict__ A, const uint8_t* __restrict__ B,
     const uint8_t* __restrict__ SFA, const uint8_t* __restrict__ SFB,
     __half* __restrict__ C, int M, int K, int b_rows, float* __restrict__ partial, int* __restrict__ arrivals) {
@@ -233,17 +294,12 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
         const uint4 v = __ldg(reinterpret_cast<const uint4*>(b_vec) + chunk0 * V + p);
         // piece p = sub-chunk p % V of step p / V; store it where that step's thread reads it
         const int slot = (p % V) * chunks + p / V;
-        sb[2 * slot] = make_uint4(signed4(v.x), signed4(v.x >> 16), signed4(v.y), signed4(v.y >> 16));
-        sb[2 * slot + 1] = make_uint4(signed4(v.z), signed4(v.z >> 16), signed4(v.w), signed4(v.w >> 16));
+        decode_b_chunk(v, sb[2 * slot], sb[2 * slot + 1]);
         const float2 f = scales2(load_u16(sfb_vec + 2 * (chunk0 * V + p)));
         ssf[slot] = make_float2(0.25f * f.x, 0.25f * f.y);
     }
-    // the low half of the prmt table, read back from shared memory at a per-lane address: as a literal
-    // (or any uniform value) ptxas re-materialises it before every prmt, one extra instruction each
     __shared__ uint32_t s_lut_low[32];
-    if (threadIdx.x < 32) s_lut_low[threadIdx.x] = 0x03020100u;
-    __syncthreads();
-    const uint32_t lo = s_lut_low[threadIdx.x % 32];
+    const uint32_t lo = pinned_lut_low(s_lut_low);  // also the barrier after the vector's decode
 #else
     const float fold = (float)(1 << DECODE_SCALE_LOG2);
 #endif
@@ -261,17 +317,8 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
                     const uint4 b0 = sb[2 * slot], b1 = sb[2 * slot + 1];
                     const float2 sfb = ssf[slot];
                     #pragma unroll
-                    for (int r = 0; r < R; ++r) {
-                        const uint4 a = ring[i][r].a[v];
-                        int p0 = 0, n0 = 0, p1 = 0, n1 = 0;
-                        dot8(a.x, b0.x, b0.y, lo, p0, n0);
-                        dot8(a.y, b0.z, b0.w, lo, p0, n0);
-                        dot8(a.z, b1.x, b1.y, lo, p1, n1);
-                        dot8(a.w, b1.z, b1.w, lo, p1, n1);
-                        const float2 sa = scales2(sfa_pair(ring[i][r], v));
-                        acc[r] = fmaf((float)(p0 - n0), sa.x * sfb.x, acc[r]);
-                        acc[r] = fmaf((float)(p1 - n1), sa.y * sfb.y, acc[r]);
-                    }
+                    for (int r = 0; r < R; ++r)
+                        acc[r] = chunk_dot(ring[i][r].a[v], sfa_pair(ring[i][r], v), b0, b1, sfb, lo, acc[r]);
 #else
                     __half2 bh[16];
                     decode_vector(__ldg(reinterpret_cast<const uint4*>(b_vec) + (chunk0 + c) * V + v), bh);
@@ -286,34 +333,8 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
         }
     }
 
-    // reduce over the TPR threads of the group
-    constexpr int W = TPR < 32 ? TPR : 32;
-    #pragma unroll
-    for (int r = 0; r < R; ++r) {
-    #pragma unroll
-        for (int o = W / 2; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o, W);
-    }
     float total[R];  // the group's sums, valid in thread t == 0 of the group
-    if constexpr (TPR > 32) {
-        constexpr int WPG = TPR / 32;  // warps per group
-        __shared__ float part[BLOCK / 32][R];
-        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-        if (lane == 0) {
-            #pragma unroll
-            for (int r = 0; r < R; ++r) part[warp][r] = acc[r];
-        }
-        __syncthreads();
-        #pragma unroll
-        for (int r = 0; r < R; ++r) {
-            float s = 0.f;
-            #pragma unroll
-            for (int w = 0; w < WPG; ++w) s += part[group * WPG + w][r];
-            total[r] = s;
-        }
-    } else {
-        #pragma unroll
-        for (int r = 0; r < R; ++r) total[r] = acc[r];
-    }
+    group_sums<TPR, R, BLOCK>(acc, total);
     if (t != 0) return;
     const size_t out = (size_t)l * M + row0;
     if (splits == 1) {
@@ -335,28 +356,32 @@ __global__ void __launch_bounds__(BLOCK) gemv_kernel(
     }
 }
 
+
+
+
 }  // namespace nvfp4
 
-// Launch configurations compiled in: (threads per row group, rows per thread, block size)
+// Launch configurations compiled in: (threads per row group, rows per thread, block size, steps in
+// flight, 16-byte words per step, blocks per SM the registers must allow)
 #define NVFP4_CONFIGS(X) \
-    X(8, 2, 128, 2, 1) X(16, 2, 128, 2, 1) X(32, 2, 128, 2, 1) X(32, 4, 128, 2, 1) \
-    X(32, 2, 128, 4, 1) X(64, 2, 128, 2, 1) X(32, 2, 128, 2, 2) X(32, 2, 128, 2, 4)
+    X(8, 2, 128, 2, 1, 1) X(16, 2, 128, 2, 1, 1) X(32, 2, 128, 2, 1, 1) X(64, 2, 128, 2, 1, 1) \
+    X(32, 2, 128, 2, 1, 6) X(32, 2, 128, 2, 1, 8) X(256, 2, 256, 2, 1, 4) X(128, 2, 128, 2, 1, 8)
 
 // returns 0 on success, -1 for a configuration that is not compiled in, -2 when k is not a multiple
 // of the step (32 * V), else a cudaError_t
 extern "C" int nvfp4_gemv_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c,
                                  int m, int k, int l, int b_rows, int tpr, int r, int block, int depth,
-                                 int vec, int split, float* partial, int* arrivals, cudaStream_t stream) {
+                                 int vec, int minb, int split, float* partial, int* arrivals, cudaStream_t stream) {
     // the Hopper path keeps the decoded vector in shared memory: 2 x 16 B + 8 B per 32 elements
     const size_t smem = (size_t)(k / 32 / split) * 40;
-#define NVFP4_TRY(T, RR, BL, DD, VV)                                                                 \
-    if (tpr == T && r == RR && block == BL && depth == DD && vec == VV) {                           \
+#define NVFP4_TRY(T, RR, BL, DD, VV, MB)                                                             \
+    if (tpr == T && r == RR && block == BL && depth == DD && vec == VV && minb == MB) {             \
         if (k % (32 * VV * split) || ((k / (32 * VV)) / split) < 1) return -2;                     \
         dim3 grid(m / ((BL / T) * RR), l, split);                                                   \
         if (smem > 48 * 1024)                                                                       \
-            cudaFuncSetAttribute(nvfp4::gemv_kernel<T, RR, BL, DD, VV>,                                     \
+            cudaFuncSetAttribute(nvfp4::gemv_kernel<T, RR, BL, DD, VV, MB>,                         \
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);           \
-        nvfp4::gemv_kernel<T, RR, BL, DD, VV><<<grid, BL, smem, stream>>>(                                  \
+        nvfp4::gemv_kernel<T, RR, BL, DD, VV, MB><<<grid, BL, smem, stream>>>(                      \
             (const uint8_t*)a, (const uint8_t*)b, (const uint8_t*)sfa, (const uint8_t*)sfb,         \
             (__half*)c, m, k, b_rows, partial, arrivals);                                           \
         return (int)cudaGetLastError();                                                             \
@@ -365,6 +390,7 @@ extern "C" int nvfp4_gemv_launch(const void* a, const void* b, const void* sfa, 
 #undef NVFP4_TRY
     return -1;
 }
+
 """
 
 BINDING_SRC = r"""
@@ -373,10 +399,10 @@ BINDING_SRC = r"""
 #include <cuda_runtime_api.h>
 
 extern "C" int nvfp4_gemv_launch(const void*, const void*, const void*, const void*, void*,
-                                 int, int, int, int, int, int, int, int, int, int, float*, int*, cudaStream_t);
+                                 int, int, int, int, int, int, int, int, int, int, int, float*, int*, cudaStream_t);
 
 void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const at::Tensor& sfb,
-          at::Tensor& c, int64_t tpr, int64_t r, int64_t block, int64_t depth, int64_t vec, int64_t split,
+          at::Tensor& c, int64_t tpr, int64_t r, int64_t block, int64_t depth, int64_t vec, int64_t min_blocks, int64_t split,
           at::Tensor& partial, at::Tensor& arrivals) {
     const int64_t m = a.size(0), k = a.size(1) * 2, l = a.size(2);
     // the leaderboard's layouts: batch outermost, K contiguous
@@ -389,7 +415,7 @@ void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const
     TORCH_CHECK(split == 1 || (partial.numel() >= m * l && arrivals.numel() >= m * l / r), "split-K scratch too small");
     int err = nvfp4_gemv_launch(a.data_ptr(), b.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), c.data_ptr(),
                                 (int)m, (int)k, (int)l, (int)b.size(0), (int)tpr, (int)r, (int)block, (int)depth, (int)vec,
-                                (int)split, split > 1 ? partial.data_ptr<float>() : nullptr,
+                                (int)min_blocks, (int)split, split > 1 ? partial.data_ptr<float>() : nullptr,
                                 split > 1 ? arrivals.data_ptr<int>() : nullptr,
                                 at::cuda::getCurrentCUDAStream());
     TORCH_CHECK(err == 0, "nvfp4 gemv launch failed: ",
@@ -397,27 +423,25 @@ void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const
                           : err == -2 ? "k is not a multiple of the step times the split"
                                       : cudaGetErrorString((cudaError_t)err));
 }
+
 """
 
-# (m, k, l) -> a configuration from CONFIGS; tuned with python -m eval.tune (docs/perf-notes.md)
+# Configurations: ("rows", threads per row group, rows per thread, block size, steps in flight,
+# 16-byte words per step, blocks per SM the registers must allow, K split)
+KERNELS = [(8, 2, 128, 2, 1, 1), (16, 2, 128, 2, 1, 1), (32, 2, 128, 2, 1, 1), (64, 2, 128, 2, 1, 1),
+           (32, 2, 128, 2, 1, 6), (32, 2, 128, 2, 1, 8), (256, 2, 256, 2, 1, 4), (128, 2, 128, 2, 1, 8)]
+# every configuration `python -m eval.tune submission/v5.py` times
+CONFIGS = [("rows", *kernel, 1) for kernel in KERNELS] + [("rows", 32, 2, 128, 2, 1, 1, 4)]
+
+# (m, k, l) -> a configuration from CONFIGS; tuned on an H100 with python -m eval.tune (docs/perf-notes.md)
 TUNED = {
-    (7168, 16384, 1): (32, 2, 128, 2, 1, 1),
-    (4096, 7168, 8): (32, 2, 128, 2, 1, 1),
-    (7168, 2048, 4): (32, 2, 128, 2, 1, 1),
+    (7168, 16384, 1): ("rows", 256, 2, 256, 2, 1, 4, 1),
+    (4096, 7168, 8): ("rows", 32, 2, 128, 2, 1, 8, 1),
+    (7168, 2048, 4): ("rows", 32, 2, 128, 2, 1, 6, 1),
 }
 
-# kernel variants compiled in: (threads per row group, rows per thread, block size, steps of loads in
-# flight, 16-byte words per step); a configuration adds the K split (blocks per row, runtime).
-KERNELS = [(8, 2, 128, 2, 1), (16, 2, 128, 2, 1), (32, 2, 128, 2, 1), (32, 4, 128, 2, 1),
-           (32, 2, 128, 4, 1), (64, 2, 128, 2, 1), (32, 2, 128, 2, 2), (32, 2, 128, 2, 4)]
-# every configuration `python -m eval.tune submission/v5.py` times
-CONFIGS = [kernel + (1,) for kernel in KERNELS] + [
-    (32, 2, 128, 2, 1, 2), (32, 2, 128, 2, 1, 4), (32, 2, 128, 2, 1, 8), (32, 4, 128, 2, 1, 2),
-    (32, 4, 128, 2, 1, 4), (32, 2, 128, 4, 1, 4), (64, 2, 128, 2, 1, 4), (16, 2, 128, 2, 1, 4),
-]
-
 _module = None
-_configs: dict = {}
+_plans: dict = {}
 
 
 def _arch_list() -> str:
@@ -457,40 +481,45 @@ def choose_config(m: int, k: int, l: int) -> tuple:
     tpr = 32 if chunks >= 32 else (16 if chunks >= 16 else 8)
     # few rows of long K leave the GPU with one wave of long blocks: split K so the scheduler balances
     split = 4 if m * l <= 16384 and chunks % (4 * tpr) == 0 and chunks >= 8 * tpr else 1
-    return tpr, 2, 128, 2, 1, split
+    return ("rows", tpr, 2, 128, 2, 1, 1, split)
 
 
 _scratch: dict = {}
 
 
-def _split_scratch(c, r: int, split: int):
-    """fp32 partial sums and arrival counters for split K, zeroed once; each launch leaves them zeroed."""
-    m, _, l = c.shape
-    key = (c.device, m * l, r if split > 1 else 0)
+def _split_scratch(device, rows: int):
+    """fp32 partial sums and int32 arrival counters for split K, one per output row, zeroed once:
+    every launch leaves them zeroed again."""
+    key = (device, rows)
     if key not in _scratch:
-        n = m * l if split > 1 else 0
-        _scratch[key] = (torch.zeros(n, dtype=torch.float32, device=c.device),
-                         torch.zeros(n // r if split > 1 else 0, dtype=torch.int32, device=c.device))
+        _scratch[key] = (torch.zeros(rows, dtype=torch.float32, device=device),
+                         torch.zeros(rows, dtype=torch.int32, device=device))
     return _scratch[key]
+
+
+def _plan(m: int, l: int, cfg: tuple, device):
+    """The launch for one shape and configuration: a function of (a, b, sfa, sfb, c)."""
+    ext = _ext()
+    params = cfg[1:]
+    partial, arrivals = _split_scratch(device, m * l if cfg[-1] > 1 else 0)
+    return lambda a, b, sfa, sfb, c: ext.gemv(a, b, sfa, sfb, c, *params, partial, arrivals)
 
 
 def run_with(data: input_t, cfg: tuple) -> output_t:
     a, b, sfa, sfb, _, _, c = data
-    partial, arrivals = _split_scratch(c, cfg[1], cfg[5])
-    _ext().gemv(a, b, sfa, sfb, c, *cfg, partial, arrivals)
+    m, _, l = a.shape
+    _plan(m, l, cfg, c.device)(a, b, sfa, sfb, c)
     return c
 
 
 def custom_kernel(data: input_t) -> output_t:
     a, b, sfa, sfb, _, _, c = data
-    m, kh, l = a.shape
-    key = (m, kh, l)
-    entry = _configs.get(key)
-    if entry is None:
-        cfg = choose_config(m, kh * 2, l)
-        entry = _configs[key] = (cfg, *_split_scratch(c, cfg[1], cfg[5]))
-    cfg, partial, arrivals = entry
-    _ext().gemv(a, b, sfa, sfb, c, *cfg, partial, arrivals)
+    key = (a.shape, c.device)
+    launch = _plans.get(key)
+    if launch is None:
+        m, kh, l = a.shape
+        launch = _plans[key] = _plan(m, l, choose_config(m, kh * 2, l), c.device)
+    launch(a, b, sfa, sfb, c)
     return c
 
 

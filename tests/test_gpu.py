@@ -40,3 +40,34 @@ def test_generator_matches_leaderboard_bytes():
         shape, seed = key.split("@")
         m, k, l = map(int, shape.split("x"))
         assert input_hashes(m, k, l, int(seed)) == expected, key
+
+
+def _load_submission(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{name}_under_test", ROOT / "submission" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# every configuration v5 offers, on shapes from one row group per block to many batches; a
+# configuration that does not fit a shape must say so, not compute garbage
+@pytest.mark.parametrize("shape", [(128, 16384, 1), (256, 3072, 3), (384, 1024, 7), (7168, 2048, 4)])
+def test_v5_every_configuration(shape):
+    from reference import check_implementation
+
+    v5 = _load_submission("v5")
+    m, k, l = shape
+    for cfg in v5.CONFIGS:
+        for seed in (11, 12):  # the second call finds any scratch as the first left it
+            data = generate_input(m=m, k=k, l=l, seed=seed)
+            data[-1].fill_(float("nan"))
+            try:
+                out = v5.run_with(data, cfg)
+            except RuntimeError as exc:
+                assert "multiple" in str(exc), (cfg, exc)
+                break
+            torch.cuda.synchronize()
+            good, msg = check_implementation(data, out)
+            assert good, (cfg, seed, msg)
