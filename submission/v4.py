@@ -88,7 +88,7 @@ def block_dot(w0: cutlass.Int32, w1: cutlass.Int32, b0: cutlass.Int32, b1: cutla
 
 @cute.kernel
 def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.Tensor, mC: cute.Tensor,
-           tk: cutlass.Constexpr, rows: cutlass.Constexpr, depth: cutlass.Constexpr, hw: cutlass.Constexpr):
+           tk: cutlass.Constexpr, rows: cutlass.Constexpr, hw: cutlass.Constexpr):
     bidx, _, bidz = cute.arch.block_idx()
     tidx, _, _ = cute.arch.thread_idx()
     rows_per_cta = (threads_per_cta // tk) * rows
@@ -107,49 +107,46 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
     for r in cutlass.range_constexpr(rows):
         acc[r] = cutlass.Float32(0.0)
     k_tiles = gSFA.layout[3].shape
-    # `depth` K tiles per iteration, every load of all of them issued before any decode (bytes in flight)
-    for k_first in range(kq, k_tiles, depth * tk):
-        a_words = cute.make_rmem_tensor(cute.make_layout((depth, rows, TILE_K // 8)), cutlass.Int32)
-        b_words = cute.make_rmem_tensor(cute.make_layout((depth, TILE_K // 8)), cutlass.Int32)
-        for h in cutlass.range_constexpr(depth):
+    # two K tiles per iteration, every load of both issued before any decode (more bytes in flight)
+    for k_first in range(kq, k_tiles, 2 * tk):
+        a_words = cute.make_rmem_tensor(cute.make_layout((2, rows, TILE_K // 8)), cutlass.Int32)
+        b_words = cute.make_rmem_tensor(cute.make_layout((2, TILE_K // 8)), cutlass.Int32)
+        for h in cutlass.range_constexpr(2):
             k_tile = k_first + h * tk
             if k_tile < k_tiles:
                 b_words[h, None].store(gB32[0, None, 0, k_tile, bidz].load())
                 for r in cutlass.range_constexpr(rows):
                     a_words[h, r, None].store(gA32[r0 + r, None, tile, k_tile, bidz].load())
-        for h in cutlass.range_constexpr(depth):
+        for h in cutlass.range_constexpr(2):
             k_tile = k_first + h * tk
-            if k_tile < k_tiles and cutlass.const_expr(not hw):
+            if k_tile < k_tiles:
                 sfb = gSFB[0, None, 0, k_tile, bidz]
-                # the vector as signed int8 lanes (2x value), decoded once for all R rows
-                b_int = cute.make_rmem_tensor(cute.make_layout((TILE_K // 4,)), cutlass.Int32)
-                for word in cutlass.range_constexpr(TILE_K // 8):
-                    b_int[2 * word] = signed4(b_words[h, word])
-                    b_int[2 * word + 1] = signed4(b_words[h, word] >> 16)
+                # the vector decoded once for all R rows: half2 pairs (hardware) or int8 lanes of 2x value
+                if cutlass.const_expr(hw):
+                    b_dec = cute.make_rmem_tensor(cute.make_layout((TILE_K // 2,)), cutlass.Int32)
+                    for word in cutlass.range_constexpr(TILE_K // 8):
+                        for i in cutlass.range_constexpr(4):
+                            b_dec[4 * word + i] = fp4_pair(b_words[h, word], i)
+                else:
+                    b_dec = cute.make_rmem_tensor(cute.make_layout((TILE_K // 4,)), cutlass.Int32)
+                    for word in cutlass.range_constexpr(TILE_K // 8):
+                        b_dec[2 * word] = signed4(b_words[h, word])
+                        b_dec[2 * word + 1] = signed4(b_words[h, word] >> 16)
                 for r in cutlass.range_constexpr(rows):
                     sfa = gSFA[r0 + r, None, tile, k_tile, bidz]
                     for blk in cutlass.range_constexpr(TILE_K // 16):
-                        dot = block_dot(a_words[h, r, 2 * blk], a_words[h, r, 2 * blk + 1], b_int[4 * blk],
-                                        b_int[4 * blk + 1], b_int[4 * blk + 2], b_int[4 * blk + 3])
-                        scale = sfa[16 * blk].to(cutlass.Float32) * sfb[16 * blk].to(cutlass.Float32) * 0.25
-                        acc[r] = acc[r] + dot * scale
-            if k_tile < k_tiles and cutlass.const_expr(hw):
-                sfb = gSFB[0, None, 0, k_tile, bidz]
-                # the vector's pairs, decoded once for all R rows
-                b_pairs = cute.make_rmem_tensor(cute.make_layout((TILE_K // 2,)), cutlass.Int32)
-                for word in cutlass.range_constexpr(TILE_K // 8):
-                    for i in cutlass.range_constexpr(4):
-                        b_pairs[4 * word + i] = fp4_pair(b_words[h, word], i)
-                for r in cutlass.range_constexpr(rows):
-                    sfa = gSFA[r0 + r, None, tile, k_tile, bidz]
-                    for blk in cutlass.range_constexpr(TILE_K // 16):
-                        part_sum = cutlass.Int32(0)
-                        for w in cutlass.range_constexpr(2):
-                            word = 2 * blk + w
-                            for i in cutlass.range_constexpr(4):
-                                part_sum = hfma2(fp4_pair(a_words[h, r, word], i), b_pairs[4 * word + i], part_sum)
                         scale = sfa[16 * blk].to(cutlass.Float32) * sfb[16 * blk].to(cutlass.Float32)
-                        acc[r] = acc[r] + half2_sum(part_sum) * scale
+                        if cutlass.const_expr(hw):
+                            part_sum = cutlass.Int32(0)
+                            for w in cutlass.range_constexpr(2):
+                                word = 2 * blk + w
+                                for i in cutlass.range_constexpr(4):
+                                    part_sum = hfma2(fp4_pair(a_words[h, r, word], i), b_dec[4 * word + i], part_sum)
+                            acc[r] = acc[r] + half2_sum(part_sum) * scale
+                        else:
+                            dot = block_dot(a_words[h, r, 2 * blk], a_words[h, r, 2 * blk + 1], b_dec[4 * blk],
+                                            b_dec[4 * blk + 1], b_dec[4 * blk + 2], b_dec[4 * blk + 3])
+                            acc[r] = acc[r] + dot * (scale * 0.25)  # (2a)(2b) = 4ab
 
     for r in cutlass.range_constexpr(rows):
         total = acc[r]
@@ -162,7 +159,7 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
 @cute.jit
 def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointer, sfb_ptr: cute.Pointer,
               c_ptr: cute.Pointer, problem_size: tuple, tk: cutlass.Constexpr, rows: cutlass.Constexpr,
-              depth: cutlass.Constexpr, hw: cutlass.Constexpr):
+              hw: cutlass.Constexpr):
     m, _, k, l = problem_size
     n_padded_128 = 128  # b and sfb are padded to 128 rows (row 0 is the vector)
     kw = cute.assume(k // 8, divby=8)  # 32-bit words of 8 codes per row (k % 64 == 0): rows stay 16-byte aligned, so loads vectorise
@@ -172,7 +169,7 @@ def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointe
     sfb = cute.make_tensor(sfb_ptr, blockscaled_utils.tile_atom_to_shape_SF((n_padded_128, k, l), sf_vec_size))
     c = cute.make_tensor(c_ptr, cute.make_layout((m, 1, l), stride=(1, 1, m)))
     ctas_per_tile = TILE_M // ((threads_per_cta // tk) * rows)
-    kernel(a32, b32, sfa, sfb, c, tk, rows, depth, hw).launch(grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l),
+    kernel(a32, b32, sfa, sfb, c, tk, rows, hw).launch(grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l),
                                                  block=[threads_per_cta, 1, 1], cluster=(1, 1, 1))
 
 
@@ -184,38 +181,36 @@ def hardware_fp4() -> bool:
     return torch.cuda.get_device_capability()[0] >= 10
 
 
-def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, depth: int = 2):
-    """Compile once per (decode path, threads per row, rows per thread, K tiles in flight) and cache;
-    the first call compiles."""
-    key = (hw, tk, rows, depth)
+def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1):
+    """Compile once per (decode path, threads per row, rows per thread) and cache; the first call compiles."""
+    key = (hw, tk, rows)
     if key not in _compiled:
         gmem = cute.AddressSpace.gmem
         ptrs = [make_ptr(cutlass.Int32, 0, gmem, assumed_align=16), make_ptr(cutlass.Int32, 0, gmem, assumed_align=16),
                 make_ptr(sf_dtype, 0, gmem, assumed_align=32), make_ptr(sf_dtype, 0, gmem, assumed_align=32),
                 make_ptr(c_dtype, 0, gmem, assumed_align=16)]
-        _compiled[key] = cute.compile(my_kernel, *ptrs, (0, 0, 0, 0), tk, rows, depth, hw)
+        _compiled[key] = cute.compile(my_kernel, *ptrs, (0, 0, 0, 0), tk, rows, hw)
     return _compiled[key]
 
 
-# (m, k, l) -> (threads per row, rows per thread, K tiles in flight); measured on an H100 with
-# `python -m eval.tune` (docs/perf-notes.md). Rows per thread may not exceed threads per row (a CTA
-# covers at most one 128-row tile)
-TUNED = {(7168, 16384, 1): (16, 2, 2), (4096, 7168, 8): (4, 2, 2), (7168, 2048, 4): (4, 2, 2)}
-CONFIGS = [(4, 1, 2), (4, 2, 2), (8, 2, 2), (16, 1, 2), (16, 2, 2), (4, 1, 4), (4, 2, 4), (8, 1, 4), (8, 2, 4),
-           (16, 1, 4), (16, 2, 4), (32, 1, 4), (4, 2, 3), (16, 2, 3), (8, 2, 3)]
+# (m, k, l) -> (threads per row, rows per thread); measured on an H100 with `python -m eval.tune`
+# (docs/perf-notes.md). Rows per thread may not exceed threads per row (a CTA covers at most one
+# 128-row tile)
+TUNED = {(7168, 16384, 1): (16, 2), (4096, 7168, 8): (4, 2), (7168, 2048, 4): (4, 2)}
+CONFIGS = [(2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (8, 4), (16, 1), (16, 2), (16, 4), (32, 1), (32, 2)]
 
 
-def choose_config(m: int, k: int, l: int) -> tuple[int, int, int]:
+def choose_config(m: int, k: int, l: int) -> tuple[int, int]:
     """The tuned tile, otherwise more threads for longer rows (each keeps >= 4 K tiles), 2 rows each."""
     if (m, k, l) in TUNED:
         return TUNED[(m, k, l)]
     tk = 2
     while tk < 8 and k // 64 >= 8 * tk:
         tk *= 2
-    return tk, 2, 2
+    return tk, 2
 
 
-def run_with(data: input_t, config: tuple[int, int, int]) -> output_t:
+def run_with(data: input_t, config: tuple[int, int]) -> output_t:
     a, b, _, _, sfa_permuted, sfb_permuted, c = data
     compiled = compile_kernel(hardware_fp4(), *config)
     m, kh, l = a.shape

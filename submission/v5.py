@@ -356,9 +356,6 @@ __global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
     }
 }
 
-
-
-
 }  // namespace nvfp4
 
 // Launch configurations compiled in: (threads per row group, rows per thread, block size, steps in
@@ -390,7 +387,6 @@ extern "C" int nvfp4_gemv_launch(const void* a, const void* b, const void* sfa, 
 #undef NVFP4_TRY
     return -1;
 }
-
 """
 
 BINDING_SRC = r"""
@@ -423,21 +419,21 @@ void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const
                           : err == -2 ? "k is not a multiple of the step times the split"
                                       : cudaGetErrorString((cudaError_t)err));
 }
-
 """
 
-# Configurations: ("rows", threads per row group, rows per thread, block size, steps in flight,
-# 16-byte words per step, blocks per SM the registers must allow, K split)
+# Configurations: (threads per row group, rows per thread, block size, steps in flight, 16-byte words
+# per step, blocks per SM the registers must allow, K split); KERNELS are the compiled-in ones, less
+# the split (a runtime argument)
 KERNELS = [(8, 2, 128, 2, 1, 1), (16, 2, 128, 2, 1, 1), (32, 2, 128, 2, 1, 1), (64, 2, 128, 2, 1, 1),
            (32, 2, 128, 2, 1, 6), (32, 2, 128, 2, 1, 8), (256, 2, 256, 2, 1, 4), (128, 2, 128, 2, 1, 8)]
 # every configuration `python -m eval.tune submission/v5.py` times
-CONFIGS = [("rows", *kernel, 1) for kernel in KERNELS] + [("rows", 32, 2, 128, 2, 1, 1, 4)]
+CONFIGS = [kernel + (1,) for kernel in KERNELS] + [(32, 2, 128, 2, 1, 1, 4)]
 
 # (m, k, l) -> a configuration from CONFIGS; tuned on an H100 with python -m eval.tune (docs/perf-notes.md)
 TUNED = {
-    (7168, 16384, 1): ("rows", 256, 2, 256, 2, 1, 4, 1),
-    (4096, 7168, 8): ("rows", 32, 2, 128, 2, 1, 8, 1),
-    (7168, 2048, 4): ("rows", 32, 2, 128, 2, 1, 6, 1),
+    (7168, 16384, 1): (256, 2, 256, 2, 1, 4, 1),
+    (4096, 7168, 8): (32, 2, 128, 2, 1, 8, 1),
+    (7168, 2048, 4): (32, 2, 128, 2, 1, 6, 1),
 }
 
 _module = None
@@ -481,7 +477,7 @@ def choose_config(m: int, k: int, l: int) -> tuple:
     tpr = 32 if chunks >= 32 else (16 if chunks >= 16 else 8)
     # few rows of long K leave the GPU with one wave of long blocks: split K so the scheduler balances
     split = 4 if m * l <= 16384 and chunks % (4 * tpr) == 0 and chunks >= 8 * tpr else 1
-    return ("rows", tpr, 2, 128, 2, 1, 1, split)
+    return tpr, 2, 128, 2, 1, 1, split
 
 
 _scratch: dict = {}
@@ -500,9 +496,8 @@ def _split_scratch(device, rows: int):
 def _plan(m: int, l: int, cfg: tuple, device):
     """The launch for one shape and configuration: a function of (a, b, sfa, sfb, c)."""
     ext = _ext()
-    params = cfg[1:]
     partial, arrivals = _split_scratch(device, m * l if cfg[-1] > 1 else 0)
-    return lambda a, b, sfa, sfb, c: ext.gemv(a, b, sfa, sfb, c, *params, partial, arrivals)
+    return lambda a, b, sfa, sfb, c: ext.gemv(a, b, sfa, sfb, c, *cfg, partial, arrivals)
 
 
 def run_with(data: input_t, cfg: tuple) -> output_t:

@@ -1,3 +1,4 @@
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -10,6 +11,14 @@ import torch  # noqa: E402
 
 HAS_CUDA = torch.cuda.is_available()
 gpu = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+
+
+def load_submission(name: str):
+    """Import submission/<name>.py as a fresh module of its own (not the harness's `submission`)."""
+    spec = importlib.util.spec_from_file_location(f"sub_{name}", ROOT / "submission" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture

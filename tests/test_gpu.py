@@ -8,7 +8,7 @@ import torch
 
 from eval import cases, modes
 from reference import generate_input
-from tests.conftest import ROOT, gpu
+from tests.conftest import ROOT, gpu, load_submission
 
 pytestmark = gpu
 GOLDEN = ROOT / "tests" / "golden_cuda_inputs.json"
@@ -42,22 +42,13 @@ def test_generator_matches_leaderboard_bytes():
         assert input_hashes(m, k, l, int(seed)) == expected, key
 
 
-def _load_submission(name):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"{name}_under_test", ROOT / "submission" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # every configuration v5 offers, on shapes from one row group per block to many batches; a
 # configuration that does not fit a shape must say so, not compute garbage
 @pytest.mark.parametrize("shape", [(128, 16384, 1), (256, 3072, 3), (384, 1024, 7), (7168, 2048, 4)])
 def test_v5_every_configuration(shape):
     from reference import check_implementation
 
-    v5 = _load_submission("v5")
+    v5 = load_submission("v5")
     m, k, l = shape
     for cfg in v5.CONFIGS:
         for seed in (11, 12):  # the second call finds any scratch as the first left it
