@@ -2,7 +2,7 @@
 
 A tunable submission exposes CONFIGS (a list) and run_with(data, config). Timing is the harness's
 per-call method (L2 flushed, events around the call, median of `runs`); every configuration's output
-is checked first. Prints one row per case with the best configuration last.
+is checked first. Prints every configuration per case, the best last.
 """
 import statistics
 import sys
@@ -39,7 +39,7 @@ def tune(sub: str, case_set: str = "benchmarks", runs: int = 100) -> None:
             rows.append((statistics.median(samples), cfg, ""))
         rows.sort(key=lambda r: r[0])
         print(f"== {case.label}  default={module.choose_config(m, k, l)}")
-        for med, cfg, note in reversed(rows[:8]):
+        for med, cfg, note in reversed(rows):
             print(f"   {str(cfg):<18} {med / 1e3:8.2f} µs {note}")
 
 

@@ -6,15 +6,15 @@ measured with `python -m eval.tune`, with a rule for any other valid shape. Belo
 codes no longer become half2 by shift/mask (5 instructions a pair): a byte lookup (prmt, whose
 sign-replicate mode splits positive and negative codes) feeds int8 dot products (dp4a), exact;
 sm_100+ keeps the hardware cvt and fma.rn.f16x2. Rows are declared 16-byte aligned (cute.assume),
-so A and b load as ld.global.v4 instead of eight scalar loads.
-Measured (H100, 2026-11-21): 41.60 / 61.15 / 21.53 us, geomean 37.97 us = 1.34 x the read floor
-(v3: 55.12); see docs/perf-notes.md (CuTe DSL path).
+so A and b load as ld.global.v4; the permuted scales are read as 32-bit words (one row's 4 scales of
+a K tile), issued with A's loads instead of four byte loads at compute time.
+Measured (H100, `make leaderboard`, 2026-11-21): 36.50 / 60.26 / 20.72 us, geomean 35.72 us =
+1.25 x the read floor geomean (v3: 55.00); see docs/perf-notes.md (CuTe DSL path).
 """
 import torch
 
 import cutlass
 import cutlass.cute as cute
-import cutlass.utils.blockscaled_layout as blockscaled_utils
 from cutlass._mlir.dialects import llvm
 from cutlass.cute.runtime import make_ptr
 from cutlass.cutlass_dsl import T, dsl_user_op
@@ -22,9 +22,7 @@ from cutlass.cutlass_dsl import T, dsl_user_op
 from task import input_t, output_t
 
 TILE_M, TILE_K = 128, 64  # the scale layout's atom: 128 rows, 4 scale blocks of 16
-sf_dtype = cutlass.Float8E4M3FN
 c_dtype = cutlass.Float16
-sf_vec_size = 16
 threads_per_cta = 128
 THREADS_PER_ROW = 4
 
@@ -53,6 +51,29 @@ def half2_sum(h: cutlass.Int32, *, loc=None, ip=None) -> cutlass.Float32:
     return cutlass.Float32(_asm(T.f32(), [cutlass.Int32(h)],
                                 "{\n\t.reg .b16 lo, hi;\n\t.reg .f32 x, y;\n\tmov.b32 {lo, hi}, $1;\n\t"
                                 "cvt.f32.f16 x, lo;\n\tcvt.f32.f16 y, hi;\n\tadd.f32 $0, x, y;\n\t}", "=f,r", loc, ip))
+
+
+@dsl_user_op
+def e4m3_pair(word: cutlass.Int32, i: int, *, loc=None, ip=None) -> cutlass.Int32:
+    """Scale bytes 2i and 2i+1 of a word as half2 bits (cvt.rn.f16x2.e4m3x2, native from sm_89)."""
+    half = "l" if i == 0 else "h"
+    text = ("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, $1;\n\t"
+            f"cvt.rn.f16x2.e4m3x2 $0, {half};\n\t}}")
+    return cutlass.Int32(_asm(T.i32(), [cutlass.Int32(word)], text, "=r,r", loc, ip))
+
+
+@dsl_user_op
+def half_to_f32(h2: cutlass.Int32, i: int, *, loc=None, ip=None) -> cutlass.Float32:
+    """Lane i of half2 bits as f32."""
+    half = "l" if i == 0 else "h"
+    text = f"{{\n\t.reg .b16 l, h;\n\tmov.b32 {{l, h}}, $1;\n\tcvt.f32.f16 $0, {half};\n\t}}"
+    return cutlass.Float32(_asm(T.f32(), [cutlass.Int32(h2)], text, "=f,r", loc, ip))
+
+
+def scales4(word: cutlass.Int32) -> list:
+    """The 4 e4m3 scales of one row and one K tile (one word of the permuted layout) as f32."""
+    pairs = [e4m3_pair(word, 0), e4m3_pair(word, 1)]
+    return [half_to_f32(pairs[blk // 2], blk % 2) for blk in range(4)]
 
 
 # prmt table: byte i of {0x03020100, 0x0C080604} is 2x the e2m1 magnitude of code i; a selector
@@ -95,32 +116,35 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
     ctas_per_tile = TILE_M // rows_per_cta
     tile, part = bidx // ctas_per_tile, bidx % ctas_per_tile   # 128-row tile, and which rows of it
     r0 = part * rows_per_cta + (tidx // tk) * rows              # first of this thread's rows in the tile
+    row0 = tile * TILE_M + r0
     kq = tidx % tk                                              # this thread's share of the K tiles
 
     word_tiler = (TILE_M, TILE_K // 8)
     gA32 = cute.local_tile(mA32, word_tiler, (None, None, None))
     gB32 = cute.local_tile(mB32, word_tiler, (None, None, None))
-    gSFA = cute.local_tile(mSFA, (TILE_M, TILE_K), (None, None, None))
-    gSFB = cute.local_tile(mSFB, (TILE_M, TILE_K), (None, None, None))
 
     acc = cute.make_rmem_tensor(cute.make_layout((rows,)), cutlass.Float32)
     for r in cutlass.range_constexpr(rows):
         acc[r] = cutlass.Float32(0.0)
-    k_tiles = gSFA.layout[3].shape
-    # two K tiles per iteration, every load of both issued before any decode (more bytes in flight)
+    k_tiles = mSFA.layout[1].shape
+    # two K tiles per iteration, every load of both (A, b and their scale words) issued before any decode
     for k_first in range(kq, k_tiles, 2 * tk):
         a_words = cute.make_rmem_tensor(cute.make_layout((2, rows, TILE_K // 8)), cutlass.Int32)
         b_words = cute.make_rmem_tensor(cute.make_layout((2, TILE_K // 8)), cutlass.Int32)
+        sfa_words = cute.make_rmem_tensor(cute.make_layout((2, rows)), cutlass.Int32)
+        sfb_words = cute.make_rmem_tensor(cute.make_layout((2,)), cutlass.Int32)
         for h in cutlass.range_constexpr(2):
             k_tile = k_first + h * tk
             if k_tile < k_tiles:
                 b_words[h, None].store(gB32[0, None, 0, k_tile, bidz].load())
+                sfb_words[h] = mSFB[0, k_tile, bidz]
                 for r in cutlass.range_constexpr(rows):
                     a_words[h, r, None].store(gA32[r0 + r, None, tile, k_tile, bidz].load())
+                    sfa_words[h, r] = mSFA[row0 + r, k_tile, bidz]
         for h in cutlass.range_constexpr(2):
             k_tile = k_first + h * tk
             if k_tile < k_tiles:
-                sfb = gSFB[0, None, 0, k_tile, bidz]
+                sfb = scales4(sfb_words[h])
                 # the vector decoded once for all R rows: half2 pairs (hardware) or int8 lanes of 2x value
                 if cutlass.const_expr(hw):
                     b_dec = cute.make_rmem_tensor(cute.make_layout((TILE_K // 2,)), cutlass.Int32)
@@ -132,10 +156,11 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
                     for word in cutlass.range_constexpr(TILE_K // 8):
                         b_dec[2 * word] = signed4(b_words[h, word])
                         b_dec[2 * word + 1] = signed4(b_words[h, word] >> 16)
+                    sfb = [s * 0.25 for s in sfb]  # the int8 lanes carry 2a and 2b: (2a)(2b) = 4ab
                 for r in cutlass.range_constexpr(rows):
-                    sfa = gSFA[r0 + r, None, tile, k_tile, bidz]
+                    sfa = scales4(sfa_words[h, r])
                     for blk in cutlass.range_constexpr(TILE_K // 16):
-                        scale = sfa[16 * blk].to(cutlass.Float32) * sfb[16 * blk].to(cutlass.Float32)
+                        scale = sfa[blk] * sfb[blk]
                         if cutlass.const_expr(hw):
                             part_sum = cutlass.Int32(0)
                             for w in cutlass.range_constexpr(2):
@@ -146,14 +171,23 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
                         else:
                             dot = block_dot(a_words[h, r, 2 * blk], a_words[h, r, 2 * blk + 1], b_dec[4 * blk],
                                             b_dec[4 * blk + 1], b_dec[4 * blk + 2], b_dec[4 * blk + 3])
-                            acc[r] = acc[r] + dot * (scale * 0.25)  # (2a)(2b) = 4ab
+                            acc[r] = acc[r] + dot * scale
 
     for r in cutlass.range_constexpr(rows):
         total = acc[r]
         for offset in cutlass.range_constexpr(tk.bit_length() - 1):
             total += cute.arch.shuffle_sync_bfly(total, offset=tk >> (offset + 1))
         if kq == 0:
-            mC[tile * TILE_M + r0 + r, 0, bidz] = total.to(cutlass.Float16)
+            mC[row0 + r, 0, bidz] = total.to(cutlass.Float16)
+
+
+def scale_words(ptr: cute.Pointer, mn: int, k: int, l: int) -> cute.Tensor:
+    """The permuted scale layout [32, 4, mn/128, 4, k/64, l] read as 32-bit words: a word holds one
+    row's 4 scales of one 64-wide K tile. Memory order is (l, mn/128, k/64, 32, 4, 4), so row
+    r = r0 + 32 r1 + 128 r2 sits at word ((l, r2, k tile) atom) * 128 + 4 r0 + r1."""
+    rest_m, rest_k = cute.ceil_div(mn, TILE_M), cute.ceil_div(k, TILE_K)
+    return cute.make_tensor(ptr, cute.make_layout(((32, 4, rest_m), rest_k, l),
+                                                  stride=((4, 1, rest_k * 128), 128, rest_m * rest_k * 128)))
 
 
 @cute.jit
@@ -165,8 +199,8 @@ def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointe
     kw = cute.assume(k // 8, divby=8)  # 32-bit words of 8 codes per row (k % 64 == 0): rows stay 16-byte aligned, so loads vectorise
     a32 = cute.make_tensor(a32_ptr, cute.make_layout((m, kw, l), stride=(kw, 1, m * kw)))
     b32 = cute.make_tensor(b32_ptr, cute.make_layout((n_padded_128, kw, l), stride=(kw, 1, n_padded_128 * kw)))
-    sfa = cute.make_tensor(sfa_ptr, blockscaled_utils.tile_atom_to_shape_SF((m, k, l), sf_vec_size))
-    sfb = cute.make_tensor(sfb_ptr, blockscaled_utils.tile_atom_to_shape_SF((n_padded_128, k, l), sf_vec_size))
+    sfa = scale_words(sfa_ptr, m, k, l)
+    sfb = scale_words(sfb_ptr, n_padded_128, k, l)
     c = cute.make_tensor(c_ptr, cute.make_layout((m, 1, l), stride=(1, 1, m)))
     ctas_per_tile = TILE_M // ((threads_per_cta // tk) * rows)
     kernel(a32, b32, sfa, sfb, c, tk, rows, hw).launch(grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l),
@@ -187,7 +221,7 @@ def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1):
     if key not in _compiled:
         gmem = cute.AddressSpace.gmem
         ptrs = [make_ptr(cutlass.Int32, 0, gmem, assumed_align=16), make_ptr(cutlass.Int32, 0, gmem, assumed_align=16),
-                make_ptr(sf_dtype, 0, gmem, assumed_align=32), make_ptr(sf_dtype, 0, gmem, assumed_align=32),
+                make_ptr(cutlass.Int32, 0, gmem, assumed_align=32), make_ptr(cutlass.Int32, 0, gmem, assumed_align=32),
                 make_ptr(c_dtype, 0, gmem, assumed_align=16)]
         _compiled[key] = cute.compile(my_kernel, *ptrs, (0, 0, 0, 0), tk, rows, hw)
     return _compiled[key]
@@ -196,7 +230,7 @@ def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1):
 # (m, k, l) -> (threads per row, rows per thread); measured on an H100 with `python -m eval.tune`
 # (docs/perf-notes.md). Rows per thread may not exceed threads per row (a CTA covers at most one
 # 128-row tile)
-TUNED = {(7168, 16384, 1): (16, 2), (4096, 7168, 8): (4, 2), (7168, 2048, 4): (4, 2)}
+TUNED = {(7168, 16384, 1): (16, 1), (4096, 7168, 8): (16, 4), (7168, 2048, 4): (16, 2)}
 CONFIGS = [(2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (8, 4), (16, 1), (16, 2), (16, 4), (32, 1), (32, 2)]
 
 
@@ -217,8 +251,8 @@ def run_with(data: input_t, config: tuple[int, int]) -> output_t:
     gmem = cute.AddressSpace.gmem
     compiled(make_ptr(cutlass.Int32, a.data_ptr(), gmem, assumed_align=16),
              make_ptr(cutlass.Int32, b.data_ptr(), gmem, assumed_align=16),
-             make_ptr(sf_dtype, sfa_permuted.data_ptr(), gmem, assumed_align=32),
-             make_ptr(sf_dtype, sfb_permuted.data_ptr(), gmem, assumed_align=32),
+             make_ptr(cutlass.Int32, sfa_permuted.data_ptr(), gmem, assumed_align=32),
+             make_ptr(cutlass.Int32, sfb_permuted.data_ptr(), gmem, assumed_align=32),
              make_ptr(c_dtype, c.data_ptr(), gmem, assumed_align=16),
              (m, 1, kh * 2, l))
     return c
