@@ -76,15 +76,15 @@ __device__ __forceinline__ uint16_t load_u16(const uint8_t* p) {
     return __ldg(reinterpret_cast<const unsigned short*>(p));
 }
 
-// one thread's share of one step for one row: V x 16 bytes of A (32 V codes, 2 V scale blocks) and
-// their 2 V scales (V = 1: 2 bytes, 2: 4 bytes, 4: 8 bytes, one load each)
+// one thread's share of one step for one row of A (or for the vector): V x 16 bytes of codes (32 V
+// codes, 2 V scale blocks) and their 2 V scales (V = 1: 2 bytes, 2: 4 bytes, 4: 8 bytes, one load each)
 template <int V>
 struct Chunk {
-    uint4 a[V];
-    uint32_t sfa[(V + 1) / 2];
+    uint4 codes[V];
+    uint32_t sf[(V + 1) / 2];
 };
 
-__device__ __forceinline__ uint4 load_a(const uint4* p, bool share_l1) {
+__device__ __forceinline__ uint4 load_codes(const uint4* p, bool share_l1) {
     uint4 v;
     if (share_l1)  // V > 1: a warp's load covers sectors half or quarter; the sibling loads hit L1
         asm volatile("ld.global.nc.L1::evict_first.v4.u32 {%0,%1,%2,%3}, [%4];"
@@ -96,23 +96,23 @@ __device__ __forceinline__ uint4 load_a(const uint4* p, bool share_l1) {
 }
 
 template <int V>
-__device__ __forceinline__ void load_chunk(Chunk<V>& ch, const uint4* a_row, const uint8_t* sfa_row, int c) {
+__device__ __forceinline__ void load_chunk(Chunk<V>& ch, const uint4* codes_row, const uint8_t* sf_row, int c) {
     #pragma unroll
-    for (int v = 0; v < V; ++v) ch.a[v] = load_a(a_row + c * V + v, V > 1);
+    for (int v = 0; v < V; ++v) ch.codes[v] = load_codes(codes_row + c * V + v, V > 1);
     if constexpr (V == 1) {
-        ch.sfa[0] = __ldg(reinterpret_cast<const unsigned short*>(sfa_row) + c);
+        ch.sf[0] = __ldg(reinterpret_cast<const unsigned short*>(sf_row) + c);
     } else if constexpr (V == 2) {
-        ch.sfa[0] = __ldg(reinterpret_cast<const unsigned int*>(sfa_row) + c);
+        ch.sf[0] = __ldg(reinterpret_cast<const unsigned int*>(sf_row) + c);
     } else {
-        const uint2 s = __ldg(reinterpret_cast<const uint2*>(sfa_row) + c);
-        ch.sfa[0] = s.x;
-        ch.sfa[1] = s.y;
+        const uint2 s = __ldg(reinterpret_cast<const uint2*>(sf_row) + c);
+        ch.sf[0] = s.x;
+        ch.sf[1] = s.y;
     }
 }
 
 template <int V>
-__device__ __forceinline__ uint16_t sfa_pair(const Chunk<V>& ch, int v) {
-    return (uint16_t)(ch.sfa[v / 2] >> (16 * (v % 2)));
+__device__ __forceinline__ uint16_t scale_pair(const Chunk<V>& ch, int v) {
+    return (uint16_t)(ch.sf[v / 2] >> (16 * (v % 2)));
 }
 
 // sum over one 16-element block of (a * 2^-s) * b, as two fp16 lanes
@@ -131,9 +131,9 @@ template <int R, int V>
 __device__ __forceinline__ void accumulate(const Chunk<V> (&ch)[R], int v, const __half2 (&b)[16], float2 sfb, float (&acc)[R]) {
     #pragma unroll
     for (int r = 0; r < R; ++r) {
-        float2 sa = scales2(sfa_pair(ch[r], v));
-        float2 p0 = __half22float2(block_dot(ch[r].a[v].x, ch[r].a[v].y, b));
-        float2 p1 = __half22float2(block_dot(ch[r].a[v].z, ch[r].a[v].w, b + 8));
+        float2 sa = scales2(scale_pair(ch[r], v));
+        float2 p0 = __half22float2(block_dot(ch[r].codes[v].x, ch[r].codes[v].y, b));
+        float2 p1 = __half22float2(block_dot(ch[r].codes[v].z, ch[r].codes[v].w, b + 8));
         acc[r] = fmaf(p0.x + p0.y, sa.x * sfb.x, acc[r]);
         acc[r] = fmaf(p1.x + p1.y, sa.y * sfb.y, acc[r]);
     }
@@ -281,19 +281,11 @@ __global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
     // with one group per block each chunk of the vector feeds one thread: it loads that chunk with
     // its A (in the same ring) and decodes it in registers, no shared memory, no barrier before use
     constexpr bool kVectorInRegs = G == 1;
-    uint4 b_ring[kVectorInRegs ? D : 1][V];
-    uint32_t sfb_ring[kVectorInRegs ? D : 1][(V + 1) / 2];
+    Chunk<V> vec_ring[kVectorInRegs ? D : 1];
     auto load = [&](int i, int c) {
         #pragma unroll
         for (int r = 0; r < R; ++r) load_chunk<V>(ring[i][r], a_rows + (size_t)r * row_words, sfa_rows + (size_t)r * ks, chunk0 + c);
-        if constexpr (kVectorInRegs) {
-            Chunk<V> vec;
-            load_chunk<V>(vec, reinterpret_cast<const uint4*>(b_vec), sfb_vec, chunk0 + c);
-            #pragma unroll
-            for (int v = 0; v < V; ++v) b_ring[i][v] = vec.a[v];
-            #pragma unroll
-            for (int j = 0; j < (V + 1) / 2; ++j) sfb_ring[i][j] = vec.sfa[j];
-        }
+        if constexpr (kVectorInRegs) load_chunk<V>(vec_ring[i], reinterpret_cast<const uint4*>(b_vec), sfb_vec, chunk0 + c);
     };
     // A does not depend on the vector: start its loads before the block decodes the vector
     #pragma unroll
@@ -331,8 +323,8 @@ __global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
                     uint4 b0, b1;
                     float2 sfb;
                     if constexpr (kVectorInRegs) {
-                        decode_b_chunk(b_ring[i][v], b0, b1);
-                        const float2 f = scales2((uint16_t)(sfb_ring[i][v / 2] >> (16 * (v % 2))));
+                        decode_b_chunk(vec_ring[i].codes[v], b0, b1);
+                        const float2 f = scales2(scale_pair(vec_ring[i], v));
                         sfb = make_float2(0.25f * f.x, 0.25f * f.y);
                     } else {
                         const int slot = v * chunks + c;
@@ -342,12 +334,12 @@ __global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
                     }
                     #pragma unroll
                     for (int r = 0; r < R; ++r)
-                        acc[r] = chunk_dot(ring[i][r].a[v], sfa_pair(ring[i][r], v), b0, b1, sfb, lo, acc[r]);
+                        acc[r] = chunk_dot(ring[i][r].codes[v], scale_pair(ring[i][r], v), b0, b1, sfb, lo, acc[r]);
 #else
                     __half2 bh[16];
                     const int piece = (chunk0 + c) * V + v;
-                    decode_vector(kVectorInRegs ? b_ring[i][v] : __ldg(reinterpret_cast<const uint4*>(b_vec) + piece), bh);
-                    float2 sfb = scales2(kVectorInRegs ? (uint16_t)(sfb_ring[i][v / 2] >> (16 * (v % 2)))
+                    decode_vector(kVectorInRegs ? vec_ring[i].codes[v] : __ldg(reinterpret_cast<const uint4*>(b_vec) + piece), bh);
+                    float2 sfb = scales2(kVectorInRegs ? scale_pair(vec_ring[i], v)
                                                        : load_u16(sfb_vec + 2 * piece));
                     sfb.x *= fold;
                     sfb.y *= fold;
