@@ -19,7 +19,8 @@ from torch.utils.cpp_extension import load_inline
 
 from task import input_t, output_t
 
-CUDA_SRC = r"""
+# the kernels; CUDA_SRC below prepends the list of configurations to compile (from KERNELS)
+KERNEL_SRC = r"""
 #include <cuda_fp16.h>
 #include <stdint.h>
 
@@ -243,12 +244,16 @@ __device__ __forceinline__ void group_sums(float (&acc)[R], float (&total)[R]) {
     }
 }
 
+// a block of one thread group shares no chunk of the vector between threads: each thread loads and
+// decodes its own in registers (the launch then needs no shared memory for it)
+__host__ __device__ constexpr bool vector_in_registers(int tpr, int block) { return tpr == block; }
+
 // Block = G groups of TPR threads; a group owns R consecutive rows of one batch and splits K into
 // steps of V x 16 bytes per thread. Each thread keeps D steps of loads in flight (a ring of registers,
 // unrolled so it needs no moves). Hopper path with several groups: the block decodes the vector
 // into shared memory (signed int8, 2x value; its scales as float * 1/4), laid out so that
-// consecutive threads read consecutive 16-byte words. With one group (G == 1) no chunk of the vector
-// is shared between threads: each thread decodes its own in registers (measured 4 % faster on case 1).
+// consecutive threads read consecutive 16-byte words. With one group (vector_in_registers) each
+// thread decodes its own chunks in registers instead (measured 4 % faster on case 1).
 template <int TPR, int R, int BLOCK, int D, int V, int MINB>
 __global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
     const uint8_t* __restrict__ A, const uint8_t* __restrict__ B,
@@ -278,9 +283,9 @@ __global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
 
     const int steps = t < chunks ? (chunks - t + TPR - 1) / TPR : 0;  // steps this thread handles
     Chunk<V> ring[D][R];
-    // with one group per block each chunk of the vector feeds one thread: it loads that chunk with
-    // its A (in the same ring) and decodes it in registers, no shared memory, no barrier before use
-    constexpr bool kVectorInRegs = G == 1;
+    // each chunk of the vector feeds one thread: it loads that chunk with its A (in the same ring) and
+    // decodes it in registers, no shared memory, no barrier before use
+    constexpr bool kVectorInRegs = vector_in_registers(TPR, BLOCK);
     Chunk<V> vec_ring[kVectorInRegs ? D : 1];
     auto load = [&](int i, int c) {
         #pragma unroll
@@ -297,13 +302,15 @@ __global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
     const int pieces = chunks * V;                         // 16-byte pieces of packed b in the slice
     uint4* sb = smem;                                      // 2 x pieces x 16 int8
     float2* ssf = reinterpret_cast<float2*>(smem + 2 * pieces);  // pieces x (sfb0, sfb1) / 4
-    for (int p = threadIdx.x; p < (kVectorInRegs ? 0 : pieces); p += BLOCK) {
-        const uint4 v = __ldg(reinterpret_cast<const uint4*>(b_vec) + chunk0 * V + p);
-        // piece p = sub-chunk p % V of step p / V; store it where that step's thread reads it
-        const int slot = (p % V) * chunks + p / V;
-        decode_b_chunk(v, sb[2 * slot], sb[2 * slot + 1]);
-        const float2 f = scales2(load_u16(sfb_vec + 2 * (chunk0 * V + p)));
-        ssf[slot] = make_float2(0.25f * f.x, 0.25f * f.y);
+    if constexpr (!kVectorInRegs) {
+        for (int p = threadIdx.x; p < pieces; p += BLOCK) {
+            const uint4 v = __ldg(reinterpret_cast<const uint4*>(b_vec) + chunk0 * V + p);
+            // piece p = sub-chunk p % V of step p / V; store it where that step's thread reads it
+            const int slot = (p % V) * chunks + p / V;
+            decode_b_chunk(v, sb[2 * slot], sb[2 * slot + 1]);
+            const float2 f = scales2(load_u16(sfb_vec + 2 * (chunk0 * V + p)));
+            ssf[slot] = make_float2(0.25f * f.x, 0.25f * f.y);
+        }
     }
     __shared__ uint32_t s_lut_low[32];
     const uint32_t lo = pinned_lut_low(s_lut_low);  // also the barrier after the vector's decode
@@ -376,12 +383,9 @@ __global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
 
 }  // namespace nvfp4
 
-// Launch configurations compiled in: (threads per row group, rows per thread, block size, steps in
-// flight, 16-byte words per step, blocks per SM the registers must allow)
-#define NVFP4_CONFIGS(X) \
-    X(8, 2, 128, 2, 1, 1) X(16, 2, 128, 2, 1, 1) X(32, 2, 128, 2, 1, 1) X(64, 2, 128, 2, 1, 1) \
-    X(32, 2, 128, 2, 1, 6) X(32, 2, 128, 2, 1, 8) X(256, 2, 256, 2, 1, 4) X(128, 2, 128, 2, 1, 8) \
-    X(256, 2, 256, 1, 2, 4) X(128, 2, 128, 1, 2, 8) X(128, 4, 128, 2, 1, 4)
+// NVFP4_CONFIGS(X), the launch configurations compiled in, is defined ahead of this source from the
+// Python list KERNELS: X(threads per row group, rows per thread, block size, steps in flight, 16-byte
+// words per step, blocks per SM the registers must allow)
 
 // returns 0 on success, -1 for a configuration that is not compiled in, -2 when k is not a multiple
 // of the step (32 * V), else a cudaError_t
@@ -394,7 +398,7 @@ extern "C" int nvfp4_gemv_launch(const void* a, const void* b, const void* sfa, 
     if (tpr == T && r == RR && block == BL && depth == DD && vec == VV && minb == MB) {             \
         if (k % (32 * VV * split) || ((k / (32 * VV)) / split) < 1) return -2;                     \
         dim3 grid(m / ((BL / T) * RR), l, split);                                                   \
-        const size_t smem_bl = BL == T ? 0 : smem;  /* one group per block: vector in registers */  \
+        const size_t smem_bl = nvfp4::vector_in_registers(T, BL) ? 0 : smem;                        \
         if (smem_bl > 48 * 1024)                                                                    \
             cudaFuncSetAttribute(nvfp4::gemv_kernel<T, RR, BL, DD, VV, MB>,                         \
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bl);        \
@@ -442,13 +446,21 @@ void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const
 """
 
 # Configurations: (threads per row group, rows per thread, block size, steps in flight, 16-byte words
-# per step, blocks per SM the registers must allow, K split); KERNELS are the compiled-in ones, less
-# the split (a runtime argument)
+# per step, blocks per SM the registers must allow, K split); KERNELS are the compiled-in ones (the
+# only list: CUDA_SRC's NVFP4_CONFIGS is made from it), less the split (a runtime argument)
 KERNELS = [(8, 2, 128, 2, 1, 1), (16, 2, 128, 2, 1, 1), (32, 2, 128, 2, 1, 1), (64, 2, 128, 2, 1, 1),
            (32, 2, 128, 2, 1, 6), (32, 2, 128, 2, 1, 8), (256, 2, 256, 2, 1, 4), (128, 2, 128, 2, 1, 8),
            (256, 2, 256, 1, 2, 4), (128, 2, 128, 1, 2, 8), (128, 4, 128, 2, 1, 4)]
 # every configuration `python -m eval.tune submission/v5.py` times
 CONFIGS = [kernel + (1,) for kernel in KERNELS] + [(32, 2, 128, 2, 1, 1, 4)]
+
+
+def _configs_macro(kernels: list) -> str:
+    """`#define NVFP4_CONFIGS(X) X(...) ...`: the instantiations the CUDA side compiles, one per kernel."""
+    return "#define NVFP4_CONFIGS(X) " + " ".join(f"X({', '.join(map(str, k))})" for k in kernels) + "\n"
+
+
+CUDA_SRC = _configs_macro(KERNELS) + KERNEL_SRC
 
 # (m, k, l) -> a configuration from CONFIGS; tuned on an H100 with python -m eval.tune (docs/perf-notes.md)
 TUNED = {

@@ -1,20 +1,21 @@
 """v5's CUDA source compiles for Hopper (sm_90a) and Blackwell (sm_100a) with nvcc, no GPU needed;
 the Blackwell build uses the hardware e2m1 conversion, the Hopper build the prmt/dp4a decode."""
-import re
+import importlib.util
 import shutil
 import subprocess
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_submission
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 
 
-def cuda_source(submission: str) -> str:
-    text = (ROOT / "submission" / submission).read_text()
-    return re.search(r'CUDA_SRC = r"""(.*?)"""', text, re.S).group(1)
+def compile_cuda(src, arch: str) -> subprocess.CompletedProcess:
+    gencode = f"-gencode=arch=compute_{arch},code=sm_{arch}"
+    return subprocess.run([NVCC, "-std=c++17", "-O3", gencode, "-c", str(src), "-o", str(src.with_suffix(".o"))],
+                          capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.parametrize("arch,present,absent", [
@@ -23,13 +24,24 @@ def cuda_source(submission: str) -> str:
 ])
 def test_v5_compiles(tmp_path, arch, present, absent):
     src = tmp_path / "v5.cu"
-    src.write_text(cuda_source("v5.py"))
-    gencode = f"-gencode=arch=compute_{arch},code=sm_{arch}"
-    built = subprocess.run([NVCC, "-std=c++17", "-O3", gencode, "-c", str(src), "-o", str(tmp_path / "v5.o")],
-                           capture_output=True, text=True, timeout=600)
+    src.write_text(load_submission("v5").CUDA_SRC)
+    built = compile_cuda(src, arch)
     assert built.returncode == 0, built.stderr[-3000:]
     ptx = subprocess.run([NVCC, "-std=c++17", "-O3", f"-gencode=arch=compute_{arch},code=compute_{arch}", "-ptx",
                           str(src), "-o", str(tmp_path / "v5.ptx")], capture_output=True, text=True, timeout=600)
     assert ptx.returncode == 0, ptx.stderr[-3000:]
     text = (tmp_path / "v5.ptx").read_text()
     assert present in text and absent not in text
+
+
+def test_v5_probe_variants_compile(tmp_path):
+    """docs/experiments/v5_probe.py edits v5's source as text: each edit must still apply (variant()
+    asserts that) and the result must build for Hopper."""
+    spec = importlib.util.spec_from_file_location("v5_probe", ROOT / "docs" / "experiments" / "v5_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    for name in ("loads", "no_sfa", "noalloc"):
+        src = tmp_path / f"{name}.cu"
+        src.write_text(probe.variant(name))
+        built = compile_cuda(src, "90a")
+        assert built.returncode == 0, f"{name}: {built.stderr[-3000:]}"

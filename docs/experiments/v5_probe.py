@@ -1,7 +1,8 @@
 """Probe where v5's time goes (GPU): the same kernel with parts of the work removed, timed like the
 harness (median of per-call runs, L2 flushed). Variants:
   full       v5 as submitted
-  loads      A and SFA loads kept, all decode/dot-product work replaced by an XOR of the loaded words
+  loads      every load kept (A, SFA, and the vector where a thread holds its own chunk); the dot
+             products and their vector decode replaced by an XOR of the loaded words
   no_sfa     full compute, but SFA replaced by a constant (no SFA loads)
   noalloc    full, but A always loaded with L1::no_allocate (V > 1 normally lets L1 keep the sector)
 Run from the repo root: python docs/experiments/v5_probe.py [configs...]
@@ -23,13 +24,25 @@ spec = importlib.util.spec_from_file_location("v5", ROOT / "submission" / "v5.py
 v5 = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(v5)
 
-COMPUTE = re.compile(r"(#ifndef NVFP4_HW_CVT\n\s+const int slot = v \* chunks \+ c;.*?)(#else)", re.S)
+# the Hopper path's decode and math for one 16-byte word of every row (the loads stay)
+COMPUTE = re.compile(r"(#ifndef NVFP4_HW_CVT\n\s+uint4 b0, b1;.*?)(#else)", re.S)
 LOADS_ONLY = """#ifndef NVFP4_HW_CVT
-                #pragma unroll
-                for (int r = 0; r < R; ++r)
-                    acc[r] += __int_as_float((ring[i][r].a[V - 1].x ^ ring[i][r].a[0].y ^ ring[i][r].a[0].z
-                                              ^ ring[i][r].a[0].w ^ ring[i][r].sfa[0]) & 0x1u);
+                    #pragma unroll
+                    for (int r = 0; r < R; ++r)
+                        acc[r] += __int_as_float((ring[i][r].codes[v].x ^ ring[i][r].codes[v].y ^ ring[i][r].codes[v].z
+                                                  ^ ring[i][r].codes[v].w ^ ring[i][r].sf[0]) & 0x1u);
+                    if constexpr (kVectorInRegs)
+                        acc[0] += __int_as_float((vec_ring[i].codes[v].x ^ vec_ring[i].sf[0]) & 0x1u);
 """
+ROW_LOAD = "load_chunk<V>(ring[i][r], a_rows + (size_t)r * row_words, sfa_rows + (size_t)r * ks, chunk0 + c);"
+# the rows' codes only; their scales set to 1.0 (e4m3 0x38) instead of loaded
+ROW_LOAD_NO_SFA = """{
+            #pragma unroll
+            for (int v = 0; v < V; ++v)
+                ring[i][r].codes[v] = load_codes(a_rows + (size_t)r * row_words + (chunk0 + c) * V + v, V > 1);
+            ring[i][r].sf[0] = 0x38383838u;
+            ring[i][r].sf[(V - 1) / 2] = 0x38383838u;
+        }"""
 
 
 def variant(name: str) -> str:
@@ -37,14 +50,9 @@ def variant(name: str) -> str:
     if name == "loads":
         src = COMPUTE.sub(lambda m: LOADS_ONLY + m.group(2), src, count=1)
     elif name == "no_sfa":
-        src = src.replace("load_chunk<V>(slot[r], a_rows + (size_t)r * row_words, sfa_rows + (size_t)r * ks, chunk0 + c);",
-                          "{ load_chunk<V>(slot[r], a_rows + (size_t)r * row_words, sfa_rows + (size_t)r * ks, chunk0 + c); "
-                          "slot[r].sfa[0] = 0x38383838u; slot[r].sfa[(V - 1) / 2] = 0x38383838u; }")
-        src = src.replace("ch.sfa[0] = __ldg(reinterpret_cast<const unsigned short*>(sfa_row) + c);", "")
-        src = src.replace("ch.sfa[0] = __ldg(reinterpret_cast<const unsigned int*>(sfa_row) + c);", "")
-        src = src.replace("const uint2 s = __ldg(reinterpret_cast<const uint2*>(sfa_row) + c);", "const uint2 s = make_uint2(0, 0);")
+        src = src.replace(ROW_LOAD, ROW_LOAD_NO_SFA)
     elif name == "noalloc":
-        src = src.replace("load_a(a_row + c * V + v, V > 1)", "load_a(a_row + c * V + v, false)")
+        src = src.replace("load_codes(codes_row + c * V + v, V > 1)", "load_codes(codes_row + c * V + v, false)")
     assert name == "full" or src != v5.CUDA_SRC, name
     return src
 
@@ -65,9 +73,12 @@ def main(configs):
         a, b, sfa, sfb, _, _, c = data
         cfgs = configs or [v5.choose_config(*case.shape)]
         for cfg in cfgs:
+            m, _, l = a.shape
+            partial, arrivals = v5._split_scratch(c.device, m * l if cfg[-1] > 1 else 0)  # split-K scratch
             row = []
             for name, mod in mods.items():
-                samples = timing.event_samples(lambda: mod.gemv(a, b, sfa, sfb, c, *cfg), flusher, 60)
+                samples = timing.event_samples(lambda: mod.gemv(a, b, sfa, sfb, c, *cfg, partial, arrivals),
+                                               flusher, 60)
                 row.append(f"{name} {statistics.median(samples) / 1e3:7.2f}")
             print(f"{case.label:<14} {str(cfg):<18} " + "  ".join(row), flush=True)
 
