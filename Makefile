@@ -7,7 +7,7 @@ ARGS ?=
 A ?= submission/torch_ref.py
 B ?=
 
-.PHONY: setup test eval leaderboard compare sol check-cuda
+.PHONY: setup test eval rank leaderboard compare sol check-cuda
 
 setup:
 	@$(PY) -m eval.deps
@@ -18,8 +18,11 @@ test: setup
 eval: setup
 	$(PY) -m eval run $(SUB) $(ARGS)
 
-leaderboard: setup
+rank: setup
 	$(PY) -m eval rank $(ARGS)
+
+leaderboard:
+	@echo "make leaderboard is now make rank (local standings); the leaderboard's own mode is python -m eval leaderboard SUB" >&2; exit 2
 
 compare: setup
 	@test -n "$(B)" || { echo "usage: make compare A=submission/x.py B=submission/y.py" >&2; exit 2; }

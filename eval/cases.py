@@ -90,7 +90,13 @@ def set_names() -> list[str]:
 
 
 def select_cases(name: str) -> list[Case]:
-    """'tests' / 'benchmarks' from task.yml, or a named set from shapes.yaml."""
+    """'tests' / 'benchmarks' from task.yml, or a named set from shapes.yaml, with the secret seed
+    (POPCORN_SEED, read once per process) combined into every case's seed as the leaderboard does."""
+    return apply_secret_seed(public_cases(name), secret_seed())
+
+
+def public_cases(name: str) -> list[Case]:
+    """A case set as the files give it (no secret seed)."""
     if name in ("tests", "benchmarks"):
         entries = load_task()[name]
     else:
@@ -106,6 +112,17 @@ def select_cases(name: str) -> list[Case]:
 def combine_seed(a: int, b: int) -> int:
     """The leaderboard's Cantor pairing of a case seed with the secret seed."""
     return int(a + (a + b) * (a + b + 1) // 2)
+
+
+_SECRET: list = []
+
+
+def secret_seed() -> int | None:
+    """The secret seed, taken from the environment the first time it is asked for and the same for
+    every later case set of this process (test, then benchmark in `run`; every submission in `rank`)."""
+    if not _SECRET:
+        _SECRET.append(take_secret_seed())
+    return _SECRET[0]
 
 
 def take_secret_seed(environ=os.environ) -> int | None:

@@ -1,4 +1,4 @@
-"""Command line: python -m eval {run,test,benchmark,leaderboard,profile,sol,compare,rank,accuracy}.
+"""Command line: python -m eval {run,test,benchmark,leaderboard,profile,sol,compare,rank,accuracy,tune}.
 
 Exit codes as the leaderboard's: 0 pass, 112 a check or case failed; 2 for a usage or input error
 (bad option, missing file, malformed task.yml/shapes.yaml, invalid shape), with a one-line message.
@@ -15,8 +15,10 @@ from pathlib import Path
 import click
 
 from eval import cases as case_files
-from eval import modes, report, results, sol
+from eval import report, results, sol
 from eval.cases import ConfigError
+from eval.judge import modes
+from eval.records import RunRecord
 from eval.submissions import best_runnable
 
 EXIT_FAIL = 112
@@ -55,6 +57,8 @@ def run_options(default_cases: str):
             click.option("--format", "fmt", type=click.Choice(report.FORMATS), default="table", show_default=True),
             click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
                          help="Also write the formatted report to this file."),
+            click.option("--allow-narrow", is_flag=True,
+                         help="A kernel right only on the leaderboard's narrow data: warn instead of fail."),
         ]
         for option in reversed(options):
             fn = option(fn)
@@ -62,23 +66,26 @@ def run_options(default_cases: str):
     return decorate
 
 
-def make_options(method, batch, gap_us, timeout, dist) -> modes.Options:
+def make_options(method="per-call", batch=50, gap_us=500.0, timeout=600.0, dist=None, allow_narrow=False) -> modes.Options:
     if batch < 1:
         fail_usage("--batch must be at least 1")
     if timeout <= 0:
         fail_usage("--timeout must be positive")
-    return modes.Options(timeout=timeout, method=method, batch=batch, gap_us=gap_us, dist=dist)
+    if gap_us < 0:
+        fail_usage("--gap-us must be >= 0")
+    return modes.Options(timeout=timeout, method=method, batch=batch, gap_us=gap_us, dist=dist,
+                         allow_narrow=allow_narrow)
 
 
-def emit(record: dict, fmt: str, output: Path | None) -> None:
+def emit(record: RunRecord, fmt: str, output: Path | None) -> None:
     text = report.render(record, fmt)
     click.echo(text)
     if output:
-        output.write_text(text + "\n")
+        results.write_text_new(text + "\n", output)
 
 
-def save(record: dict) -> Path:
-    path = results.write_new(record, results.record_stem(record["mode"], record.get("submission") or "none"))
+def save(record: RunRecord) -> Path:
+    path = results.save_record(record)
     click.echo(f"result: {path.relative_to(case_files.ROOT) if path.is_relative_to(case_files.ROOT) else path}", err=True)
     return path
 
@@ -87,29 +94,28 @@ def save(record: dict) -> Path:
 def main():
     """Local harness for the GPU MODE nvfp4_gemv leaderboard: same checks, same timing method.
 
-    SUB is a submission file (e.g. submission/v5.py) defining custom_kernel(data).
+    SUB is a submission file (e.g. submission/v5.py) defining custom_kernel(data). It runs in a
+    sandboxed worker; every verdict and every checked output is decided in this process.
     """
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    case_files.secret_seed()  # taken from the environment before anything else starts
 
 
 @main.command()
 @click.argument("sub", type=SUB)
 @run_options("tests")
-@click.option("--no-guard", is_flag=True, help="Skip the anti-cheat checks (plain correctness only).")
 @handle_config_errors
-def test(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, no_guard):
-    """Correctness on task.yml's tests (with the anti-cheat checks)."""
-    options = make_options(method, batch, gap_us, timeout, dist)
-    cases = case_files.apply_secret_seed(case_files.select_cases(case_set), case_files.take_secret_seed())
-    record = modes.run_tests(sub, cases, options, guarded=not no_guard)
+def test(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow):
+    """Correctness on task.yml's tests, with the anti-cheat checks (judged outside the worker)."""
+    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow)
+    record = modes.run_tests(sub, case_files.select_cases(case_set), options)
     emit(record, fmt, output)
-    sys.exit(0 if record["passed"] else EXIT_FAIL)
+    sys.exit(0 if record.passed else EXIT_FAIL)
 
 
-def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, leaderboard: bool):
-    options = make_options(method, batch, gap_us, timeout, dist)
-    cases = case_files.apply_secret_seed(case_files.select_cases(case_set), case_files.take_secret_seed())
-    record = modes.run_benchmarks(sub, cases, options, leaderboard=leaderboard)
+def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, leaderboard: bool):
+    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow)
+    record = modes.run_benchmarks(sub, case_files.select_cases(case_set), options, leaderboard=leaderboard)
     sol.annotate(record)
     save(record)
     emit(record, fmt, output)
@@ -123,7 +129,7 @@ def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output,
 def benchmark(**kwargs):
     """Time task.yml's benchmarks as the leaderboard's benchmark mode does."""
     record = _benchmark(**kwargs, leaderboard=False)
-    sys.exit(0 if record["passed"] else EXIT_FAIL)
+    sys.exit(0 if record.passed else EXIT_FAIL)
 
 
 @main.command()
@@ -133,26 +139,26 @@ def benchmark(**kwargs):
 def leaderboard(**kwargs):
     """Leaderboard mode: anti-cheat checks, then every timed run on a new input, rechecked."""
     record = _benchmark(**kwargs, leaderboard=True)
-    sys.exit(0 if record["passed"] else EXIT_FAIL)
+    sys.exit(0 if record.passed else EXIT_FAIL)
 
 
 @main.command()
 @click.argument("sub", type=SUB, required=False)
 @run_options("benchmarks")
 @handle_config_errors
-def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output):
+def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow):
     """`make eval`: test on task.yml's tests, then benchmark; SUB defaults to the best runnable here."""
     sub = sub or best_runnable()
     click.echo(f"submission: {sub}", err=True)
-    options = make_options(method, batch, gap_us, timeout, dist)
-    secret = case_files.take_secret_seed()
-    tested = modes.run_tests(sub, case_files.apply_secret_seed(case_files.select_cases("tests"), secret), options)
+    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow)
+    tested = modes.run_tests(sub, case_files.select_cases("tests"), options)
     emit(tested, fmt, None)
-    if not tested["passed"]:
+    if not tested.passed:
         sys.exit(EXIT_FAIL)
-    ensure_floors(tested.get("environment") or {}, case_files.select_cases(case_set), timeout)
-    record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, leaderboard=False)
-    sys.exit(0 if record["passed"] else EXIT_FAIL)
+    ensure_floors(tested.environment, case_files.select_cases(case_set), options)
+    record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow,
+                        leaderboard=False)
+    sys.exit(0 if record.passed else EXIT_FAIL)
 
 
 @main.command()
@@ -160,15 +166,15 @@ def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output):
 @run_options("benchmarks")
 @click.option("--ncu", is_flag=True, help="Run each case under Nsight Compute (ncu must be on PATH).")
 @handle_config_errors
-def profile(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, ncu):
+def profile(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, ncu):
     """Torch profiler table of the submission's kernels per case (or Nsight Compute with --ncu)."""
-    options = make_options(method, batch, gap_us, timeout, dist)
+    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow)
     cases = case_files.select_cases(case_set)
     if ncu:
         sys.exit(_profile_ncu(sub, case_set, dist, timeout))
     record = modes.run_profile(sub, cases, options)
     emit(record, fmt, output)
-    sys.exit(0 if record["passed"] else EXIT_FAIL)
+    sys.exit(0 if record.passed else EXIT_FAIL)
 
 
 # what a memory-bound kernel needs to be judged by (the full set takes ~40 replays per kernel)
@@ -194,25 +200,22 @@ def _profile_ncu(sub: Path, case_set: str, dist, timeout: float) -> int:
     return code
 
 
-def measure_floors(cases: list, timeout: float):
-    """Measure and cache this GPU's floors for the cases (in a worker of its own)."""
-    runner = modes.Runner(None, modes.Options(timeout=timeout))
-    try:
-        env = runner.ensure()
-        measured = runner.call("floor", {"shapes": [list(c.shape) for c in cases]})
-    finally:
-        runner.close()
+def measure_floors(cases: list, options: modes.Options):
+    """Measure and cache this GPU's floors for the cases (in a harness worker of the judge's)."""
+    from eval import baselines
+
+    env, measured = baselines.measure_floors([c.shape for c in cases], options)
     return env, measured, sol.save_floors(env, measured)
 
 
-def ensure_floors(environment: dict, cases: list, timeout: float) -> None:
-    """Measure this GPU's floors first when none are cached, so reports can show × floor."""
-    gpu = environment.get("gpu")
-    missing = sol.missing_floors(gpu, [c.shape for c in cases]) if environment.get("cuda_available") else []
+def ensure_floors(environment, cases: list, options: modes.Options) -> None:
+    """Measure this GPU's floors first when none are cached, so reports can show × floor and the
+    judge can fail results faster than memory allows."""
+    missing = sol.missing_floors(environment.gpu, [c.shape for c in cases]) if environment.cuda_available else []
     if missing:
-        click.echo(f"no floor cached on {gpu} for {len(missing)} case(s): measuring first (python -m eval sol)",
-                   err=True)
-        measure_floors([c for c in cases if c.shape in missing], timeout)
+        click.echo(f"no floor cached on {environment.gpu} for {len(missing)} case(s): measuring first "
+                   "(python -m eval sol)", err=True)
+        measure_floors([c for c in cases if c.shape in missing], options)
 
 
 @main.command(name="sol")
@@ -222,13 +225,12 @@ def ensure_floors(environment: dict, cases: list, timeout: float) -> None:
 def sol_command(case_set, timeout):
     """Measure this GPU's streaming-read peak and the floor of each case; cache under results/."""
     try:
-        env, measured, path = measure_floors(case_files.select_cases(case_set), timeout)
-    except Exception as exc:
-        reason = getattr(exc, "reason", str(exc))
-        click.echo(f"error: speed-of-light measurement failed: {reason}", err=True)
+        env, measured, path = measure_floors(case_files.select_cases(case_set), make_options(timeout=timeout))
+    except modes.WorkerFailure as exc:
+        click.echo(f"error: speed-of-light measurement failed: {exc.reason}", err=True)
         sys.exit(EXIT_FAIL)
-    figures = case_files.gpu_figures(env.get("gpu", "")) or {}
-    click.echo(f"{env.get('gpu')}: streaming read {measured['peak_read_tb_s']:.2f} TB/s "
+    figures = case_files.gpu_figures(env.gpu) or {}
+    click.echo(f"{env.gpu}: streaming read {measured['peak_read_tb_s']:.2f} TB/s "
                f"(datasheet {figures.get('peak_tb_s', '?')} TB/s)")
     for name, floor in measured["floors"].items():
         click.echo(f"  floor {name:>16}: {floor['median_ns'] / 1e3:7.2f} µs  ({floor['bytes'] / 1e6:.1f} MB, "
@@ -258,11 +260,11 @@ def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, 
         fail_usage("--rounds must be >= 1 and --per-round >= 2")
     try:
         outcome = comparing.compare(a, b, case_files.select_cases(case_set),
-                                    modes.Options(timeout=timeout, method=method), rounds, per_round)
+                                    make_options(method=method, timeout=timeout), rounds, per_round)
     except ValueError as exc:
         fail_usage(str(exc))
     click.echo(comparing.render(outcome, fmt))
-    if outcome.get("error"):
+    if outcome.error:
         sys.exit(EXIT_FAIL)
     if fail_if_slower is not None and comparing.slower_beyond(outcome, fail_if_slower):
         click.echo(f"regression: B is slower than A by more than {fail_if_slower} % (95 % confidence)", err=True)
@@ -275,22 +277,18 @@ def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, 
 @click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default="per-call")
 @click.option("--timeout", default=600.0, show_default=True)
 @handle_config_errors
-def rank(subs, case_set, method, timeout):
+@click.option("--allow-narrow", is_flag=True, help="Narrow-data specialisation: warn instead of fail.")
+def rank(subs, case_set, method, timeout, allow_narrow):
     """Local leaderboard: test and benchmark each submission (default: all in submission/)."""
     from eval import rank as ranking
     from eval.submissions import all_submissions
 
     subs = list(subs) or all_submissions()
-    runner = modes.Runner(None, modes.Options(timeout=timeout))
-    try:
-        environment = runner.ensure()
-    finally:
-        runner.close()
-    ensure_floors(environment, case_files.select_cases(case_set), timeout)
-    outcome = ranking.rank(subs, case_files.select_cases("tests"), case_files.select_cases(case_set),
-                           modes.Options(timeout=timeout, method=method))
-    click.echo(outcome["text"])
-    sys.exit(0 if outcome["ranked"] else EXIT_FAIL)
+    options = make_options(method=method, timeout=timeout, allow_narrow=allow_narrow)
+    ensure_floors(modes.describe_environment(), case_files.select_cases(case_set), options)
+    outcome = ranking.rank(subs, case_files.select_cases("tests"), case_files.select_cases(case_set), options)
+    click.echo(outcome.text)
+    sys.exit(0 if outcome.ranked else EXIT_FAIL)
 
 
 @main.command()
@@ -302,10 +300,27 @@ def accuracy(sub, case_set, timeout):
     """Accuracy on quantized real-valued data against the unquantized fp32 product."""
     from eval import accuracy as acc
 
-    record = acc.run(sub, case_files.select_cases(case_set), modes.Options(timeout=timeout))
+    record = acc.run(sub, case_files.select_cases(case_set), make_options(timeout=timeout))
     click.echo(acc.render(record))
     save(record)
-    sys.exit(0 if record["passed"] else EXIT_FAIL)
+    sys.exit(0 if record.passed else EXIT_FAIL)
+
+
+@main.command()
+@click.argument("sub", type=SUB)
+@click.option("--cases", "case_set", default="benchmarks", show_default=True)
+@click.option("--runs", default=100, show_default=True, help="Timed runs per configuration and case.")
+@click.option("--timeout", default=600.0, show_default=True)
+@handle_config_errors
+def tune(sub, case_set, runs, timeout):
+    """Time every launch configuration a submission exposes (CONFIGS, run_with); outputs checked."""
+    from eval import tune as tuning
+
+    if runs < 2:
+        fail_usage("--runs must be >= 2")
+    text, ok = tuning.tune(sub, case_files.select_cases(case_set), make_options(timeout=timeout), runs)
+    click.echo(text)
+    sys.exit(0 if ok else EXIT_FAIL)
 
 
 if __name__ == "__main__":

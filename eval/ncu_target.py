@@ -1,18 +1,19 @@
 """Process that Nsight Compute profiles (`python -m eval profile SUB --ncu`): imports the submission
-in-process and runs each case once inside the NVTX range 'custom_kernel', after an untimed warm call."""
+in-process (no verdict is made here) and runs each case once inside the NVTX range 'custom_kernel',
+after an untimed warm call."""
 import sys
 from pathlib import Path
 
+import reference
 from eval import cases as case_files
-from eval import ops
+from eval.worker import driver, profiling
 
 
 def main(sub: str, case_set: str, dist: str | None = None) -> None:
-    state = ops.WorkerState(sub)
-    ops.op_load(state)
+    module = driver.load_submission(Path(sub))
     for case in case_files.select_cases(case_set):
         args = dict(case.args, **({"dist": dist} if dist else {}))
-        ops.op_profile(state, args, ncu=True)
+        profiling.profile(module.custom_kernel, reference.generate_input(**args), ncu=True)
         print(f"profiled {case.label}", file=sys.stderr)
 
 

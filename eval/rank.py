@@ -2,72 +2,94 @@
 markdown copy and a PNG chart (per case, each submission's time against the floor)."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from eval import modes, results, sol
+from eval import results, sol
 from eval.cases import Case
+from eval.judge import modes
+from eval.records import CaseResult
 
 MARKDOWN_PATH = results.RESULTS_DIR / "leaderboard.md"
 CHART_PATH = results.RESULTS_DIR / "leaderboard.png"
 BASELINE = "torch_ref"
 
 
-def rank(subs: list[Path], tests: list[Case], benches: list[Case], options: modes.Options) -> dict:
-    rows = []
-    for sub in subs:
-        rows.append(_evaluate(Path(sub), tests, benches, options))
-    ranked = sorted((r for r in rows if r["geomean_ns"]), key=lambda r: r["geomean_ns"])
-    failed = [r for r in rows if not r["geomean_ns"]]
-    base = next((r["geomean_ns"] for r in ranked if r["name"] == BASELINE), None)
+@dataclasses.dataclass
+class Row:
+    name: str
+    path: str
+    gpu: str = "?"
+    geomean_ns: float | None = None
+    cases: list[CaseResult] = dataclasses.field(default_factory=list)
+    reason: str | None = None
+    speedup: float | None = None
+
+
+@dataclasses.dataclass
+class Ranking:
+    rows: list[Row]
+    ranked: list[Row]
+    failed: list[Row]
+    text: str
+
+
+def rank(subs: list[Path], tests: list[Case], benches: list[Case], options: modes.Options) -> Ranking:
+    rows = [_evaluate(Path(sub), tests, benches, options) for sub in subs]
+    ranked = sorted((r for r in rows if r.geomean_ns), key=lambda r: r.geomean_ns)
+    failed = [r for r in rows if not r.geomean_ns]
+    base = next((r.geomean_ns for r in ranked if r.name == BASELINE), None)
     for r in ranked:
-        r["speedup"] = base / r["geomean_ns"] if base else None
+        r.speedup = base / r.geomean_ns if base else None
     labels = [c.label for c in benches]
-    md = markdown(ranked, failed, labels, rows[0]["gpu"] if rows else "?")
+    md = markdown(ranked, failed, labels, rows[0].gpu if rows else "?")
     results.write_text_new(md + "\n", MARKDOWN_PATH)
     chart = chart_png(ranked, labels, CHART_PATH)
     text = md + f"\n\nwritten: {MARKDOWN_PATH}" + (f", {chart}" if chart else "")
-    return {"rows": rows, "ranked": ranked, "failed": failed, "text": text}
+    return Ranking(rows, ranked, failed, text)
 
 
-def _evaluate(sub: Path, tests: list[Case], benches: list[Case], options: modes.Options) -> dict:
-    row = {"name": sub.stem, "path": str(sub), "geomean_ns": None, "cases": [], "reason": None, "gpu": "?"}
+def _first_failure(record) -> str:
+    return record.error or next(f"{c.label}: {c.error}" for c in record.cases if not c.passed)
+
+
+def _evaluate(sub: Path, tests: list[Case], benches: list[Case], options: modes.Options) -> Row:
+    """Tests (with the anti-cheat checks), then the benchmark; every timed output is judged."""
+    row = Row(name=sub.stem, path=str(sub))
     tested = modes.run_tests(sub, tests, options)
-    row["gpu"] = (tested.get("environment") or {}).get("gpu", "?")
-    if not tested["passed"]:
-        bad = tested.get("error") or next(f"{c['label']}: {c.get('error')}" for c in tested["cases"] if c["status"] != "pass")
-        row["reason"] = f"test failed: {bad}"
+    row.gpu = tested.environment.gpu
+    if not tested.passed:
+        row.reason = f"test failed: {_first_failure(tested)}"
         return row
     record = modes.run_benchmarks(sub, benches, options)
     sol.annotate(record)
-    results.write_new(record, results.record_stem("rank", str(sub)))
-    row["cases"] = record["cases"]
-    if record["passed"]:
-        row["geomean_ns"] = record["geomean_ns"]
+    results.write_new(record.to_json(), results.record_stem("rank", str(sub)))
+    row.cases = record.cases
+    if record.passed:
+        row.geomean_ns = record.geomean_ns
     else:
-        bad = record.get("error") or next(f"{c['label']}: {c.get('error')}" for c in record["cases"] if c["status"] != "pass")
-        row["reason"] = f"benchmark failed: {bad}"
+        row.reason = f"benchmark failed: {_first_failure(record)}"
     return row
 
 
-def _cell(case: dict) -> str:
-    s = case["stats"]["mean"] / 1e3
-    x = (case.get("sol") or {}).get("x_floor")
-    return f"{s:.2f}" + (f" ({x:.2f}×)" if x else "")
+def _cell(case: CaseResult) -> str:
+    x = case.sol.x_floor if case.sol else None
+    return f"{case.stats.mean / 1e3:.2f}" + (f" ({x:.2f}×)" if x else "")
 
 
-def markdown(ranked: list, failed: list, labels: list, gpu: str) -> str:
+def markdown(ranked: list[Row], failed: list[Row], labels: list, gpu: str) -> str:
     head = ["#", "submission", *[f"{l} µs (× floor)" for l in labels], "geomean µs", f"speed-up vs {BASELINE}"]
     lines = [f"Local leaderboard on {gpu}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, r in enumerate(ranked, 1):
-        speed = f"{r['speedup']:.1f}×" if r.get("speedup") else "—"
-        lines.append("| " + " | ".join([str(i), r["name"], *[_cell(c) for c in r["cases"]],
-                                         f"{r['geomean_ns'] / 1e3:.2f}", speed]) + " |")
+        speed = f"{r.speedup:.1f}×" if r.speedup else "—"
+        lines.append("| " + " | ".join([str(i), r.name, *[_cell(c) for c in r.cases], f"{r.geomean_ns / 1e3:.2f}",
+                                         speed]) + " |")
     for r in failed:
-        lines.append(f"| — | {r['name']} | skipped: {r['reason']} |")
+        lines.append(f"| — | {r.name} | skipped: {r.reason} |")
     return "\n".join(lines)
 
 
-def chart_png(ranked: list, labels: list, path: Path) -> Path | None:
+def chart_png(ranked: list[Row], labels: list, path: Path) -> Path | None:
     """Grouped bars (µs, log scale) per case, one colour per submission, the floor as a black line."""
     if not ranked:
         return None
@@ -80,9 +102,9 @@ def chart_png(ranked: list, labels: list, path: Path) -> Path | None:
     width = 0.8 / len(ranked)
     for j, r in enumerate(ranked):
         xs = [i + (j - (len(ranked) - 1) / 2) * width for i in range(len(labels))]
-        ax.bar(xs, [c["stats"]["mean"] / 1e3 for c in r["cases"]], width, label=r["name"])
-    for i, case in enumerate(ranked[0]["cases"]):
-        floor = (case.get("sol") or {}).get("floor_ns")
+        ax.bar(xs, [c.stats.mean / 1e3 for c in r.cases], width, label=r.name)
+    for i, case in enumerate(ranked[0].cases):
+        floor = case.sol.floor_ns if case.sol else None
         if floor:
             ax.hlines(floor / 1e3, i - 0.45, i + 0.45, colors="black", linewidth=2,
                       label="memory floor" if i == 0 else None)

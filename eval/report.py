@@ -7,14 +7,15 @@ import json
 from rich.console import Console
 from rich.table import Table
 
+from eval.records import RunRecord
 from eval.stats import Stats
 
 FORMATS = ("table", "json", "popcorn", "markdown")
 
 
-def render(record: dict, fmt: str = "table") -> str:
+def render(record: RunRecord, fmt: str = "table") -> str:
     if fmt == "json":
-        return json.dumps(record, indent=1, default=str)
+        return json.dumps(record.to_json(), indent=1, default=str)
     if fmt == "popcorn":
         return popcorn(record)
     if fmt == "markdown":
@@ -26,139 +27,144 @@ def _us(ns) -> str:
     return "—" if ns is None else f"{ns / 1e3:.2f}"
 
 
-def timer_note(record: dict) -> str:
-    env = record.get("environment") or {}
-    where = f"{env.get('gpu', '?')}"
-    if env.get("sm_count"):
-        where += f", {env['sm_count']} SMs, capability {env.get('capability')}"
-    timer = env.get("timer", "?")
-    note = f"device: {where}; timer: {timer}; method: {record.get('timing', {}).get('method')}"
-    if env and not env.get("cuda_available", False):
+def timer_note(record: RunRecord) -> str:
+    env = record.environment
+    where = env.gpu
+    if env.sm_count:
+        where += f", {env.sm_count} SMs, capability {env.capability}"
+    note = f"device: {where}; timer: {env.timer or '?'}; method: {record.timing.method}"
+    if env.timer and not env.cuda_available:
         note += "  [HOST TIMER: CPU wall time, not GPU kernel time]"
     return note
 
 
+def notes(record: RunRecord) -> list[str]:
+    """Warnings that belong under every format: sandbox gaps, static findings, narrow data."""
+    lines = []
+    missing = [f"{k}: {v}" for k, v in record.environment.sandbox.items() if v != "on" and not v.startswith("dropped")]
+    if missing:
+        lines.append("warning: worker sandbox incomplete (" + "; ".join(missing) + ")")
+    lines += [f"warning: {finding}" for finding in record.static]
+    for case in record.cases:
+        lines += [f"warning {case.label}: {w}" for w in case.warnings]
+    return lines
+
+
 # -- popcorn (the leaderboard's key: value lines) -------------------------------------------------
 
-def popcorn(record: dict) -> str:
+def popcorn(record: RunRecord) -> str:
     lines = []
-    if record.get("error"):
-        lines += [f"error: {record['error']}", "check: fail"]
-        return "\n".join(lines)
-    if record["mode"] == "test":
-        lines.append(f"test-count: {len(record['cases'])}")
-        for i, case in enumerate(record["cases"]):
-            lines.append(f"test.{i}.spec: {case['spec']}")
-            lines.append(f"test.{i}.status: {case['status']}")
-            if case["status"] != "pass":
-                lines.append(f"test.{i}.error: {case.get('error')}")
+    if record.error:
+        return "\n".join([f"error: {record.error}", "check: fail"])
+    if record.mode == "test":
+        lines.append(f"test-count: {len(record.cases)}")
+        for i, case in enumerate(record.cases):
+            lines.append(f"test.{i}.spec: {case.spec}")
+            lines.append(f"test.{i}.status: {case.status}")
+            if not case.passed:
+                lines.append(f"test.{i}.error: {case.error}")
     else:
-        lines.append(f"benchmark-count: {len(record['cases'])}")
-        for i, case in enumerate(record["cases"]):
-            lines.append(f"benchmark.{i}.spec: {case['spec']}")
-            if case["status"] == "pass" and "stats" in case:
+        lines.append(f"benchmark-count: {len(record.cases)}")
+        for i, case in enumerate(record.cases):
+            lines.append(f"benchmark.{i}.spec: {case.spec}")
+            if case.passed and case.stats:
                 for name in Stats.POPCORN_FIELDS:
-                    lines.append(f"benchmark.{i}.{name}: {case['stats'][name]}")
-            elif case["status"] == "pass" and "report" in case:
-                lines.append(f"benchmark.{i}.report: {case['report']!r}")
+                    lines.append(f"benchmark.{i}.{name}: {getattr(case.stats, name)}")
+            elif case.passed and case.report is not None:
+                lines.append(f"benchmark.{i}.report: {case.report!r}")
             else:
                 lines.append(f"benchmark.{i}.status: fail")
-                lines.append(f"benchmark.{i}.error: {case.get('error')}")
-    lines.append(f"check: {'pass' if record.get('passed') else 'fail'}")
+                lines.append(f"benchmark.{i}.error: {case.error}")
+    lines.append(f"check: {'pass' if record.passed else 'fail'}")
     return "\n".join(lines)
 
 
 # -- rich table -----------------------------------------------------------------------------------
 
-def table(record: dict) -> str:
+def table(record: RunRecord) -> str:
     console = Console(file=io.StringIO(), width=160, force_terminal=False, color_system=None)
-    title = f"{record['mode']}: {record.get('submission')}"
-    if record.get("error"):
-        console.print(f"{title}\nFAIL: {record['error']}")
+    title = f"{record.mode}: {record.submission}"
+    if record.error:
+        console.print(f"{title}\nFAIL: {record.error}")
+        for line in notes(record):
+            console.print(line)
+        console.print("check: fail")
         return console.file.getvalue()
-    if record["mode"] == "test":
+    if record.mode == "test":
         tab = Table(title=title, title_justify="left")
         for col in ("case", "status", "reason"):
             tab.add_column(col)
-        for case in record["cases"]:
-            tab.add_row(case["label"], case["status"].upper(), case.get("error") or "")
+        for case in record.cases:
+            tab.add_row(case.label, case.status.upper(), case.error or "")
         console.print(tab)
-    elif record["mode"] == "profile":
-        for case in record["cases"]:
-            console.print(f"== {case['label']}: {case['status']}")
-            console.print(case.get("report") or case.get("error") or "")
+    elif record.mode == "profile":
+        for case in record.cases:
+            console.print(f"== {case.label}: {case.status}")
+            console.print(case.report or case.error or "")
     else:
         console.print(benchmark_table(record, title))
-        geo = record.get("geomean_ns")
-        console.print(f"geomean: {_us(geo)} µs" if geo else "geomean: — (not every case passed)")
-        for case in record["cases"]:
-            flag = (case.get("sol") or {}).get("flag")
-            if flag:
-                console.print(f"WARNING {case['label']}: {flag}")
+        console.print(f"geomean: {_us(record.geomean_ns)} µs" if record.geomean_ns else "geomean: — (not every case passed)")
+    for line in notes(record):
+        console.print(line)
     console.print(timer_note(record))
-    passed = record.get("passed")
-    console.print(f"check: {'pass' if passed else 'fail'}")
+    console.print(f"check: {'pass' if record.passed else 'fail'}")
     return console.file.getvalue()
 
 
-def benchmark_table(record: dict, title: str) -> Table:
+def benchmark_table(record: RunRecord, title: str) -> Table:
     tab = Table(title=title, title_justify="left")
     columns = ["case", "mean ± err µs", "median", "best", "worst", "runs", "GB/s", "% SOL", "× floor", "host µs/call"]
-    b200 = any("b200_sol_ns" in (c.get("sol") or {}) for c in record["cases"])
+    b200 = any(c.sol and c.sol.b200_sol_ns for c in record.cases)
     if b200:
         columns.append("× B200 SOL")
-    bf16 = any("median_ns" in (c.get("bf16") or {}) for c in record["cases"])
+    bf16 = any("median_ns" in (c.bf16 or {}) for c in record.cases)
     if bf16:
         columns += ["BF16 µs", "BF16 / this"]
     for col in columns:
         tab.add_column(col, justify="left" if col == "case" else "right")
-    for case in record["cases"]:
-        if case["status"] != "pass":
-            tab.add_row(case["label"], f"FAIL: {case.get('error')}", *[""] * (len(columns) - 2))
+    for case in record.cases:
+        if not case.passed:
+            tab.add_row(case.label, f"FAIL: {case.error}", *[""] * (len(columns) - 2))
             continue
-        s, sol = case["stats"], case.get("sol") or {}
+        s, sol = case.stats, case.sol
         row = [
-            case["label"],
-            f"{s['mean'] / 1e3:.2f} ± {s['err'] / 1e3:.2f}",
-            _us(s["median"]),
-            _us(s["best"]),
-            _us(s["worst"]),
-            str(s["runs"]),
-            f"{sol['gb_s']:.0f}" if "gb_s" in sol else "—",
-            f"{sol['pct_datasheet']:.1f}" if "pct_datasheet" in sol else "—",
-            f"{sol['x_floor']:.2f}" if "x_floor" in sol else "—",
-            f"{case['host_us']:.1f}" if case.get("host_us") is not None else "—",
+            case.label, f"{s.mean / 1e3:.2f} ± {s.err / 1e3:.2f}", _us(s.median), _us(s.best), _us(s.worst), str(s.runs),
+            f"{sol.gb_s:.0f}" if sol else "—",
+            f"{sol.pct_datasheet:.1f}" if sol and sol.pct_datasheet is not None else "—",
+            f"{sol.x_floor:.2f}" if sol and sol.x_floor is not None else "—",
+            f"{case.host_us:.1f}" if case.host_us is not None else "—",
         ]
         if b200:
-            row.append(f"{sol['x_b200_sol']:.2f}" if "x_b200_sol" in sol else "—")
+            row.append(f"{sol.x_b200_sol:.2f}" if sol and sol.x_b200_sol else "—")
         if bf16:
-            base = (case.get("bf16") or {}).get("median_ns")
-            row += [_us(base), f"{base / s['median']:.2f}×" if base else "—"]
+            base = (case.bf16 or {}).get("median_ns")
+            row += [_us(base), f"{base / s.median:.2f}×" if base else "—"]
         tab.add_row(*row)
     return tab
 
 
 # -- markdown -------------------------------------------------------------------------------------
 
-def markdown(record: dict) -> str:
-    lines = [f"**{record['mode']}** `{record.get('submission')}` — {timer_note(record)}", ""]
-    if record.get("error"):
-        return "\n".join(lines + [f"FAIL: {record['error']}"])
-    if record["mode"] == "test":
+def markdown(record: RunRecord) -> str:
+    lines = [f"**{record.mode}** `{record.submission}` — {timer_note(record)}", ""]
+    if record.error:
+        return "\n".join(lines + [f"FAIL: {record.error}"])
+    if record.mode == "test":
         lines += ["| case | status | reason |", "|---|---|---|"]
-        lines += [f"| {c['label']} | {c['status']} | {c.get('error') or ''} |" for c in record["cases"]]
+        lines += [f"| {c.label} | {c.status} | {c.error or ''} |" for c in record.cases]
         return "\n".join(lines)
     lines += ["| case | mean ± err µs | best µs | GB/s | % SOL | × floor |", "|---|---|---|---|---|---|"]
-    for c in record["cases"]:
-        if c["status"] != "pass":
-            lines.append(f"| {c['label']} | FAIL: {c.get('error')} | | | | |")
+    nan = float("nan")
+    for c in record.cases:
+        if not c.passed:
+            lines.append(f"| {c.label} | FAIL: {c.error} | | | | |")
             continue
-        s, sol = c["stats"], c.get("sol") or {}
+        s, sol = c.stats, c.sol
         lines.append(
-            f"| {c['label']} | {s['mean'] / 1e3:.2f} ± {s['err'] / 1e3:.2f} | {_us(s['best'])} | "
-            f"{sol.get('gb_s', 0):.0f} | {sol.get('pct_datasheet', float('nan')):.1f} | "
-            f"{sol.get('x_floor', float('nan')):.2f} |"
+            f"| {c.label} | {s.mean / 1e3:.2f} ± {s.err / 1e3:.2f} | {_us(s.best)} | "
+            f"{sol.gb_s if sol else 0:.0f} | {sol.pct_datasheet if sol and sol.pct_datasheet is not None else nan:.1f} | "
+            f"{sol.x_floor if sol and sol.x_floor is not None else nan:.2f} |"
         )
-    geo = record.get("geomean_ns")
-    lines.append(f"\ngeomean: {_us(geo)} µs")
+    lines.append(f"\ngeomean: {_us(record.geomean_ns)} µs")
+    lines += notes(record)
     return "\n".join(lines)

@@ -17,7 +17,6 @@ from pathlib import Path
 from eval.cases import ROOT
 
 RESULTS_DIR = Path(os.environ.get("NVFP4_GEMV_RESULTS_DIR", ROOT / "results"))  # tests point it elsewhere
-SCHEMA_VERSION = 1
 REQUIRED_KEYS = ("schema", "mode", "submission", "environment", "cases")
 
 
@@ -84,8 +83,10 @@ def write_text_new(text: str, path: Path) -> Path:
 
 
 def _jsonable(value):
-    if hasattr(value, "__dict__"):
-        return value.__dict__
+    import dataclasses
+
+    if dataclasses.is_dataclass(value):
+        return dataclasses.asdict(value)
     return str(value)
 
 
@@ -93,8 +94,16 @@ def record_stem(mode: str, submission: str) -> str:
     return f"{now_stamp()}-{mode}-{slug(Path(submission).stem)}"
 
 
-def load_record(path: Path) -> dict:
-    """Read a result JSON; raise ValueError with a readable message if it is not one of ours."""
+def save_record(record) -> Path:
+    """Write a RunRecord as a new result file under RESULTS_DIR."""
+    return write_new(record.to_json(), record_stem(record.mode, record.submission or "none"))
+
+
+def load_record(path: Path):
+    """Read a result JSON as a RunRecord; raise ValueError with a readable message if it is not one
+    of ours."""
+    from eval.records import RunRecord
+
     try:
         record = json.loads(Path(path).read_text())
     except OSError as exc:
@@ -104,4 +113,4 @@ def load_record(path: Path) -> dict:
     missing = [key for key in REQUIRED_KEYS if key not in record] if isinstance(record, dict) else REQUIRED_KEYS
     if missing:
         raise ValueError(f"{path} is not a result file of this harness (missing {', '.join(missing)})")
-    return record
+    return RunRecord.from_json(record)

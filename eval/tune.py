@@ -1,47 +1,65 @@
-"""Time every launch configuration a submission offers on each case (python -m eval.tune SUB).
+"""Time every launch configuration a submission offers on each case (`python -m eval tune SUB`).
 
-A tunable submission exposes CONFIGS (a list) and run_with(data, config). Timing is the harness's
-per-call method (L2 flushed, events around the call, median of `runs`); every configuration's output
-is checked first. Prints every configuration per case, the best last.
+A tunable submission exposes CONFIGS (a list), run_with(data, config) and choose_config(m, k, l).
+Each configuration runs in the submission's worker through the same compiled loop as a benchmark
+(L2 flushed, events around the call), and every timed output is judged; a configuration that does
+not fit a shape or gives a wrong result is listed with its reason. Prints every configuration per
+case, the best last.
 """
+from __future__ import annotations
+
+import ast
 import statistics
 import sys
 from pathlib import Path
 
-from eval import cases as case_files
-from eval import ops, timing
-
-import reference
+from eval.cases import Case
+from eval.judge import modes
 
 
-def tune(sub: str, case_set: str = "benchmarks", runs: int = 100) -> None:
-    ops.load_submission(Path(sub))  # imports the file as the module `submission`
-    module = sys.modules["submission"]
-    configs = getattr(module, "CONFIGS", None)
-    if not configs:
-        raise SystemExit(f"{sub} exposes no CONFIGS to tune")
-    flusher = timing.L2Flusher()
-    for case in case_files.select_cases(case_set):
-        data = reference.generate_input(**case.args)
-        m, k, l = case.shape
-        rows = []
-        for cfg in configs:
+def read_configs(sub: Path) -> list:
+    """CONFIGS as the file defines it, read without importing the submission into the judge."""
+    tree = ast.parse(Path(sub).read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "CONFIGS" for t in node.targets):
             try:
-                out = module.run_with(timing.clone_data(data), cfg)
-            except Exception as exc:  # a configuration that does not fit this shape
-                rows.append((float("inf"), cfg, f"skip: {str(exc).splitlines()[0][:60]}"))
-                continue
-            good, msg = reference.check_implementation(data, out)
-            if not good:
-                rows.append((float("inf"), cfg, "WRONG"))
-                continue
-            samples = timing.event_samples(lambda: module.run_with(data, cfg), flusher, runs)
-            rows.append((statistics.median(samples), cfg, ""))
-        rows.sort(key=lambda r: r[0])
-        print(f"== {case.label}  default={module.choose_config(m, k, l)}")
-        for med, cfg, note in reversed(rows):
-            print(f"   {str(cfg):<18} {med / 1e3:8.2f} µs {note}")
+                return [list(c) if isinstance(c, (list, tuple)) else c for c in ast.literal_eval(node.value)]
+            except ValueError:
+                break
+    raise ValueError(f"{sub} exposes no literal CONFIGS list to tune")
+
+
+def tune(sub: Path, cases: list[Case], options: modes.Options, runs: int = 100) -> tuple[str, bool]:
+    try:
+        configs = read_configs(sub)
+    except (ValueError, SyntaxError) as exc:
+        return f"error: {exc}", False
+    runner = modes.Runner(sub, options)
+    lines, ok = [], True
+    try:
+        for case in cases:
+            rows = []
+            for config in configs:
+                result = modes.new_case(case, options)
+                try:
+                    params = modes.runs_params(result.args, options, (runs, modes.NO_LIMIT), fresh_seeds=False)
+                    reply = runner.call("runs", {"args": result.args, "params": params, "config": config})
+                    samples, reason = modes.judge_runs(reply, result.args)
+                    rows.append((statistics.median(samples), config, f"WRONG: {reason}"[:90] if reason else ""))
+                    if reason:
+                        rows[-1] = (float("inf"), config, rows[-1][2])
+                except modes.WorkerFailure as failure:
+                    rows.append((float("inf"), config, f"skip: {failure.reason}"[:90]))
+            rows.sort(key=lambda r: r[0])
+            ok = ok and rows[0][0] != float("inf")
+            lines.append(f"== {case.label}")
+            lines += [f"   {str(cfg):<18} {med / 1e3:8.2f} µs {note}" for med, cfg, note in reversed(rows)]
+    finally:
+        runner.close()
+    return "\n".join(lines), ok
 
 
 if __name__ == "__main__":
-    tune(*sys.argv[1:2], *(sys.argv[2:3] or ["benchmarks"]))
+    from eval.cli import main as cli
+
+    sys.exit(cli(["tune", *sys.argv[1:]]))

@@ -31,3 +31,15 @@ def results_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(rank, "CHART_PATH", tmp_path / "leaderboard.png")
     monkeypatch.setattr(sol.results, "RESULTS_DIR", tmp_path)
     return tmp_path
+
+
+def pytest_addoption(parser):
+    parser.addoption("--shard", default=None, metavar="I/N",
+                     help="Run only the I-th of N equal shares of the selected tests (parallel runs).")
+
+
+def pytest_collection_modifyitems(config, items):
+    shard = config.getoption("--shard")
+    if shard:
+        index, count = (int(x) for x in shard.split("/"))
+        items[:] = [item for n, item in enumerate(items) if n % count == index]

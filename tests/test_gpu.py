@@ -6,7 +6,8 @@ import json
 import pytest
 import torch
 
-from eval import cases, modes
+from eval import cases
+from eval.judge import modes
 from reference import generate_input
 from tests.conftest import ROOT, gpu, load_submission
 
@@ -19,7 +20,7 @@ GOLDEN = ROOT / "tests" / "golden_cuda_inputs.json"
 def test_submission_passes(name, case_set, tmp_path):
     record = modes.run_tests(ROOT / "submission" / f"{name}.py", cases.select_cases(case_set),
                              modes.Options(log_dir=tmp_path))
-    assert record["passed"], [(c["label"], c.get("error")) for c in record["cases"] if c["status"] != "pass"] or record["error"]
+    assert record.passed, [(c.label, c.error) for c in record.cases if not c.passed] or record.error
 
 
 def input_hashes(m, k, l, seed):

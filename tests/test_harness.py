@@ -7,7 +7,8 @@ import tempfile
 
 import pytest
 
-from eval import cases, modes, report, results
+from eval import cases, report, results
+from eval.judge import modes
 from tests.conftest import HAS_CUDA, ROOT
 
 TORCH_REF = ROOT / "submission" / "torch_ref.py"
@@ -64,15 +65,17 @@ def test_cli_test_pass_and_fail_exit_codes():
 def test_benchmark_record_schema_and_formats(results_dir):
     options = modes.Options(log_dir=results_dir / "logs", wall_cap_s=5)
     record = modes.run_benchmarks(TORCH_REF, cases.select_cases("smoke"), options)
-    assert record["passed"] and record["geomean_ns"] > 0
-    assert record["environment"]["timer"] == ("cuda-events" if HAS_CUDA else "host-clock (no CUDA)")
-    for case in record["cases"]:
-        assert {"runs", "mean", "std", "err", "best", "worst", "median"} <= set(case["stats"])
-        assert len(case["samples"]) == case["stats"]["runs"] and case["host_us"] > 0
-    path = results.write_new(record, "x")
-    again = results.write_new(record, "x")
+    assert record.passed and record.geomean_ns > 0, record.error or [c.error for c in record.cases]
+    assert record.environment.timer == ("cuda-events" if HAS_CUDA else "host-clock (no CUDA)")
+    for case in record.cases:
+        assert case.stats.runs >= 3 and case.stats.mean > 0 and case.stats.median > 0
+        assert len(case.samples) == case.stats.runs and case.host_us > 0
+    path = results.write_new(record.to_json(), "x")
+    again = results.write_new(record.to_json(), "x")
     assert path != again and path.exists() and again.exists()  # never overwritten
-    assert results.load_record(path)["cases"][0]["spec"] == record["cases"][0]["spec"]
+    saved = results.load_record(path)
+    assert saved.cases[0].spec == record.cases[0].spec and saved.cases[0].stats == record.cases[0].stats
+    assert json.loads(path.read_text())["cases"][0]["stats"]["mean"] == record.cases[0].stats.mean
     lines = report.popcorn(record).splitlines()
     assert lines[0] == "benchmark-count: 2" and lines[1].startswith("benchmark.0.spec: m: 128")
     assert "benchmark.0.mean: " in "\n".join(lines) and lines[-1] == "check: pass"
@@ -108,12 +111,14 @@ def test_run_measures_floors_when_none_cached(monkeypatch, results_dir):
 
     from eval import cli, sol
 
-    env = {"gpu": "Fake GPU", "cuda_available": True}
+    from eval.records import Environment, RunRecord
+
+    env = Environment(gpu="Fake GPU", cuda_available=True)
     calls = []
-    monkeypatch.setattr(cli.modes, "run_tests", lambda *a, **k: {"passed": True, "environment": env, "mode": "test",
-                                                                 "cases": [], "error": None, "submission": "x"})
-    monkeypatch.setattr(cli, "measure_floors", lambda cases, timeout: calls.append(len(cases)))
-    monkeypatch.setattr(cli, "_benchmark", lambda *a, **k: {"passed": True})
+    monkeypatch.setattr(cli.modes, "run_tests", lambda *a, **k: RunRecord(mode="test", submission="x", passed=True,
+                                                                          environment=env))
+    monkeypatch.setattr(cli, "measure_floors", lambda cases, options: calls.append(len(cases)))
+    monkeypatch.setattr(cli, "_benchmark", lambda *a, **k: RunRecord(mode="benchmark", submission="x", passed=True))
     result = CliRunner().invoke(cli.main, ["run", str(TORCH_REF)])
     assert result.exit_code == 0, result.output
     assert calls == [3]

@@ -1,13 +1,18 @@
-"""Speed-of-light annotation, the faster-than-floor flag, ranking order and the chart."""
+"""Speed-of-light annotation, faster than memory allows as a failure, ranking order and the chart."""
 import json
 
 from eval import rank, sol
+from eval.judge import modes
+from eval.records import CaseResult, Environment, RunRecord, Sol
+from eval.stats import calculate_stats
+
+ARGS = {"m": 7168, "k": 16384, "l": 1, "seed": 1}
 
 
 def bench_record(mean_ns, gpu="NVIDIA H100 80GB HBM3"):
-    return {"environment": {"gpu": gpu, "cuda_available": True},
-            "cases": [{"status": "pass", "args": {"m": 7168, "k": 16384, "l": 1, "seed": 1},
-                       "stats": {"mean": mean_ns, "err": 10.0, "median": mean_ns}}]}
+    case = CaseResult(spec="s", label="7168x16384x1", args=dict(ARGS), stats=calculate_stats([mean_ns] * 3))
+    return RunRecord(mode="benchmark", submission="x.py", environment=Environment(gpu=gpu, cuda_available=True),
+                     cases=[case])
 
 
 def test_annotate_percent_of_sol_and_floor(results_dir):
@@ -15,26 +20,37 @@ def test_annotate_percent_of_sol_and_floor(results_dir):
     sol.cache_path("NVIDIA H100 80GB HBM3").write_text(json.dumps(floors))
     record = bench_record(31350.0)
     sol.annotate(record)
-    s = record["cases"][0]["sol"]
-    assert abs(s["x_floor"] - 1.1) < 1e-9 and "flag" not in s
-    assert abs(s["pct_datasheet"] - 100 * (s["bytes"] / 3.35e3) / 31350.0) < 1e-9
-    fast = bench_record(20000.0)
-    sol.annotate(fast)
-    assert fast["cases"][0]["sol"]["flag"] == sol.FASTER_THAN_FLOOR
+    s = record.cases[0].sol
+    assert abs(s.x_floor - 1.1) < 1e-9
+    assert abs(s.pct_datasheet - 100 * (s.bytes / 3.35e3) / 31350.0) < 1e-9
+
+
+def test_faster_than_memory_allows_fails_the_case():
+    floors = {"7168x16384x1": {"median_ns": 28500.0}}
+    slow_enough = bench_record(0.91 * 28500.0).cases[0]
+    modes._check_floor(slow_enough, floors)
+    assert slow_enough.passed
+    fast = bench_record(0.89 * 28500.0).cases[0]
+    modes._check_floor(fast, floors)
+    assert not fast.passed and "faster than memory allows" in fast.error
+    unknown = bench_record(1000.0).cases[0]
+    modes._check_floor(unknown, {})  # no floor measured on this GPU: nothing to judge by
+    assert unknown.passed
 
 
 def test_b200_sol_column():
     record = bench_record(17244.0, gpu="NVIDIA B200")
     sol.annotate(record)
-    assert abs(record["cases"][0]["sol"]["x_b200_sol"] - 2.0) < 1e-9
+    assert abs(record.cases[0].sol.x_b200_sol - 2.0) < 1e-9
 
 
 def test_rank_markdown_order_and_chart(tmp_path):
     def row(name, mean):
-        case = {"stats": {"mean": mean}, "sol": {"x_floor": mean / 1000, "floor_ns": 1000}}
-        return {"name": name, "geomean_ns": mean, "cases": [case], "speedup": None}
-    ranked = sorted([row("slow", 5000.0), row("fast", 1200.0)], key=lambda r: r["geomean_ns"])
-    md = rank.markdown(ranked, [{"name": "broken", "reason": "test failed: x"}], ["case"], "GPU")
+        case = CaseResult(spec="s", label="case", args={}, stats=calculate_stats([mean] * 3),
+                          sol=Sol(x_floor=mean / 1000, floor_ns=1000))
+        return rank.Row(name=name, path=name, geomean_ns=mean, cases=[case])
+    ranked = sorted([row("slow", 5000.0), row("fast", 1200.0)], key=lambda r: r.geomean_ns)
+    md = rank.markdown(ranked, [rank.Row(name="broken", path="b", reason="test failed: x")], ["case"], "GPU")
     lines = [l for l in md.splitlines() if l.startswith("| ")]
     assert "fast" in lines[1] and "slow" in lines[2] and "skipped: test failed" in lines[3]
     png = rank.chart_png(ranked, ["case"], tmp_path / "chart.png")
@@ -44,12 +60,12 @@ def test_rank_markdown_order_and_chart(tmp_path):
 def saved_result(path, means_by_spec, spread=0.01, n=60, seed=0):
     import random
 
-    from eval import results
+    from eval.records import SCHEMA_VERSION
 
     rng = random.Random(seed)
-    cases = [{"spec": spec, "status": "pass", "samples": [mean * (1 + rng.gauss(0, spread)) for _ in range(n)]}
+    cases = [{"spec": spec, "label": spec, "args": {}, "status": "pass", "samples": [mean * (1 + rng.gauss(0, spread)) for _ in range(n)]}
              for spec, mean in means_by_spec.items()]
-    record = {"schema": results.SCHEMA_VERSION, "mode": "benchmark", "submission": str(path), "environment": {},
+    record = {"schema": SCHEMA_VERSION, "mode": "benchmark", "submission": str(path), "environment": {},
               "cases": cases}
     path.write_text(json.dumps(record))
     return path

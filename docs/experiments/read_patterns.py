@@ -15,8 +15,10 @@ import torch
 from torch.utils.cpp_extension import load_inline
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from eval import sol, timing  # noqa: E402
+sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]  # the repo, and probe_timing beside this file
+import probe_timing as timing  # noqa: E402
+from eval.baselines import READ_CONFIGS  # noqa: E402
+from eval.worker import baselines  # noqa: E402
 
 SRC = r"""
 #include <stdint.h>
@@ -130,7 +132,8 @@ def main():
                     runs[f"{name} {d} x{per_sm or 'max'}"] = lambda f=getattr(mod, f"{name}_{d}"), p=per_sm: f(ptr, steps, out.data_ptr(), p, sms)
         for d in (2, 4):
             runs[f"rows {d}"] = lambda f=getattr(mod, f"rows_{d}"): f(ptr, n_rows, row_bytes // 16, out.data_ptr())
-        floor = sol.time_read(n, flusher)["median_ns"] / 1e3
+        floor = min(statistics.median(timing.event_samples(baselines.streaming_read(n, list(cfg))[0], flusher, 60))
+                    for cfg in READ_CONFIGS) / 1e3
         print(f"== {label}: {n / 1e6:.1f} MB, triton floor {floor:.2f} µs", flush=True)
         for name, fn in runs.items():
             if fn is None:

@@ -16,9 +16,10 @@ from pathlib import Path
 from torch.utils.cpp_extension import load_inline
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]  # the repo, and probe_timing beside this file
 import reference  # noqa: E402
-from eval import cases, timing  # noqa: E402
+import probe_timing as timing  # noqa: E402
+from eval import cases  # noqa: E402
 
 spec = importlib.util.spec_from_file_location("v5", ROOT / "submission" / "v5.py")
 v5 = importlib.util.module_from_spec(spec)

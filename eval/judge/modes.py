@@ -1,0 +1,384 @@
+"""The leaderboard's modes, judged in this process: test, benchmark, leaderboard, profile, and the
+interleaved samples that compare and tune use.
+
+Each mode drives one submission's worker through a list of cases and returns a RunRecord. The
+worker only runs the submission; every output it produced (the untimed checks and every timed run)
+is checked here against this process's own inputs, reference and canaries. A failing case never
+stops the record from being produced; the worker is restarted after any failure.
+"""
+from __future__ import annotations
+
+import dataclasses
+import platform
+import secrets
+from pathlib import Path
+
+import torch
+
+from eval import problem, results
+from eval.cases import Case
+from eval.judge import static_check, verdict
+from eval.judge.channel import DEFAULT_LOAD_TIMEOUT_S, Reply, WorkerFailure, WorkerProcess  # noqa: F401 (re-exported)
+from eval.records import CaseResult, Environment, RunRecord, Timing
+from eval.stats import calculate_stats, geomean
+
+# the leaderboard's budgets: (max repeats, max summed kernel ns) for the warm-up and for each case
+BENCHMARK_BUDGET = {"warmup": (200, 1e8), "case": (200, 10e9)}
+LEADERBOARD_BUDGET = {"warmup": (1000, 5e8), "case": (1000, 30e9)}
+FLUSH_L2_MULTIPLE = 4.0  # the flush buffer is this many times the device's L2
+HOST_CALLS = 20  # back-to-back calls for the host cost column
+NO_LIMIT = 1e30
+FLOOR_FAIL_RATIO = 0.9  # a mean below this fraction of the measured floor fails
+
+
+@dataclasses.dataclass
+class Options:
+    timeout: float = 600.0  # per case, seconds
+    load_timeout: float = DEFAULT_LOAD_TIMEOUT_S
+    method: str = "per-call"  # or "batched"
+    batch: int = 50
+    gap_us: float = 500.0
+    dist: str | None = None  # data distribution override for every case
+    wall_cap_s: float = 120.0
+    bf16_baseline: bool = True  # time torch's BF16 GEMV on each case too (GPU only)
+    allow_narrow: bool = False  # narrow-data specialisation: a warning instead of a failure
+    log_dir: Path = results.RESULTS_DIR / "logs"
+
+
+class Runner:
+    """One submission's worker, restarted on demand after a failure."""
+
+    def __init__(self, submission: Path | None, options: Options):
+        self.submission = submission
+        self.options = options
+        name = Path(submission).stem if submission else "harness"
+        self.log_path = options.log_dir / f"{results.now_stamp()}-{results.slug(name)}.log"
+        self.worker = WorkerProcess(submission, self.log_path)
+        self.info: dict = {}
+
+    def ensure(self) -> dict:
+        if not self.worker.alive():
+            self.info = self.worker.start(self.options.load_timeout)
+        return self.info
+
+    def call(self, op: str, payload: dict, timeout: float | None = None) -> Reply:
+        self.ensure()
+        try:
+            return self.worker.request(op, payload, timeout or self.options.timeout)
+        except WorkerFailure:
+            self.worker.close()  # next call starts a fresh process
+            raise
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+# -- the machine, seen from the judge -------------------------------------------------------------
+
+def describe_environment(sandbox: dict | None = None) -> Environment:
+    from importlib.metadata import PackageNotFoundError, version
+
+    def package(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    env = Environment(python=platform.python_version(), torch=torch.__version__, host=platform.node(),
+                      cutlass_dsl=package("nvidia-cutlass-dsl"), triton=package("triton"),
+                      cuda_available=torch.cuda.is_available(), sandbox=dict(sandbox or {}))
+    if env.cuda_available:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        env.gpu, env.sm_count, env.capability = props.name, props.multi_processor_count, f"{props.major}.{props.minor}"
+        env.l2_bytes, env.memory_bytes, env.cuda_runtime = props.L2_cache_size, props.total_memory, torch.version.cuda
+        env.driver, env.timer = _driver_version(), "cuda-events"
+    else:
+        env.gpu, env.timer = "CPU (no CUDA)", "host-clock (no CUDA)"
+    return env
+
+
+def _driver_version():
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml.nvmlSystemGetDriverVersion()
+    except Exception:
+        return None
+
+
+# -- records --------------------------------------------------------------------------------------
+
+def case_args(case: Case, options: Options) -> dict:
+    args = dict(case.args)
+    if options.dist:
+        args["dist"] = options.dist
+    return args
+
+
+def new_case(case: Case, options: Options) -> CaseResult:
+    return CaseResult(spec=case.spec, label=case.label, args=case_args(case, options))
+
+
+def start_record(mode: str, submission: Path | None, runner: Runner, options: Options) -> RunRecord:
+    """A record with the environment filled in, or its error set when the submission cannot be
+    used (a failing static check, or it does not load)."""
+    record = RunRecord(
+        mode=mode, submission=str(submission) if submission else None, created=results.now_stamp(),
+        submission_sha256=results.file_sha256(submission) if submission and Path(submission).is_file() else None,
+        git_commit=results.git_commit(), log=str(runner.log_path),
+        timing=Timing(options.method, options.batch if options.method == "batched" else None, options.gap_us),
+    )
+    if submission:
+        findings = static_check.scan(Path(submission))
+        failing = [f for f in findings if f.fails]
+        record.static = [static_check.describe(f) for f in findings if not f.fails]
+        if failing:
+            record.error = static_check.describe(failing[0])
+            record.environment = describe_environment()
+            return record
+    try:
+        info = runner.ensure()
+    except WorkerFailure as failure:
+        record.error = f"could not load {submission}: {failure.reason}"
+        info = {}
+    record.environment = describe_environment(info.get("sandbox"))
+    return record
+
+
+def run_each_case(mode: str, submission: Path | None, cases: list[Case], options: Options, call) -> RunRecord:
+    """call(runner, case_result) fills in one case; a failing case is recorded with its reason and
+    the others still run. `passed` when every case passed."""
+    runner = Runner(submission, options)
+    try:
+        record = start_record(mode, submission, runner, options)
+        if record.error:
+            return record
+        for case in cases:
+            result = new_case(case, options)
+            try:
+                call(runner, result)
+            except WorkerFailure as failure:
+                result.fail(failure.reason, failure.detail)
+            record.cases.append(result)
+        record.passed = bool(record.cases) and all(c.passed for c in record.cases)
+        return record
+    finally:
+        runner.close()
+
+
+# -- test: the untimed anti-cheat calls -----------------------------------------------------------
+
+def _random_seed() -> int:
+    return secrets.randbits(47)
+
+
+def trial_steps(args: dict) -> list[dict]:
+    """The calls an honest kernel must survive: the case's own input (inputs hashed after it), new
+    data in the same buffers, new buffers, full-range data."""
+    protected = list(range(len(problem.INPUT_NAMES)))
+    full = {**args, **problem.FULL_RANGE}
+    return [
+        {"seed": args["seed"], "reuse": False, "overrides": {}, "hash_args": protected,
+         "canary": problem.canary_regions(args)},
+        {"seed": _random_seed(), "reuse": True, "overrides": {}, "hash_args": [], "canary": problem.canary_regions(args)},
+        {"seed": _random_seed(), "reuse": False, "overrides": {}, "hash_args": [], "canary": problem.canary_regions(args)},
+        {"seed": _random_seed(), "reuse": False, "overrides": dict(problem.FULL_RANGE), "hash_args": [],
+         "canary": problem.canary_regions(full)},
+    ]
+
+
+STEP_CONTEXT = (
+    "",
+    "wrong result when called again with new data in the same buffers (a result cached from an earlier call?): ",
+    "wrong result when called a third time with new buffers (cached result?): ",
+)
+
+
+def check_trial(runner: Runner, result: CaseResult, options: Options) -> None:
+    """Run the trial steps in the worker and judge each here; the first wrong one fails the case."""
+    steps = trial_steps(result.args)
+    params = {"cuda": torch.cuda.is_available(), "flush_l2_multiple": FLUSH_L2_MULTIPLE, "steps": steps}
+    reply = runner.call("trial", {"args": result.args, "params": params})
+    for i, (step, done) in enumerate(zip(steps, reply.header.get("steps", []))):
+        args = {**result.args, **step["overrides"]}
+        data = verdict.with_canary(verdict.generate(result.args, step["seed"], step["overrides"]), step["canary"],
+                                   done["canary"])
+        reason = verdict.judge_output(data, done["out"], reply.blob, done.get("synced"))
+        if reason is None and i == 0:
+            reason = _modified_input(data, done.get("hashes", {}))
+        if reason is None:
+            continue
+        if i == 3:
+            narrow = f"{problem.NARROW_NOTE}: {reason}"
+            if not options.allow_narrow:
+                result.fail(narrow)
+                return
+            result.warnings.append(narrow)
+            continue
+        result.fail(STEP_CONTEXT[i] + reason if reason not in (verdict.NOT_COMPLETE, verdict.PREFILLED) or i else reason)
+        return
+    if len(reply.header.get("steps", [])) < len(steps) and result.passed:
+        result.fail("the worker stopped the checks early")
+
+
+def _modified_input(data: tuple, hashes: dict) -> str | None:
+    for index, name in enumerate(problem.INPUT_NAMES):
+        if hashes.get(str(index)) != verdict.input_hash(data[index]):
+            return f"modified its input `{name}`: custom_kernel may write only c"
+    return None
+
+
+def run_tests(submission: Path, cases: list[Case], options: Options) -> RunRecord:
+    return run_each_case("test", submission, cases, options,
+                         lambda runner, result: check_trial(runner, result, options))
+
+
+# -- timed runs -----------------------------------------------------------------------------------
+
+def runs_params(args: dict, options: Options, budget: tuple, fresh_seeds: bool, host_calls: int = 0,
+                check: bool = True) -> dict:
+    cuda = torch.cuda.is_available()
+    max_repeats, max_time_ns = budget
+    return {
+        "cuda": cuda, "flush": cuda, "wait_ns": float(options.gap_us) * 1e3, "flush_l2_multiple": FLUSH_L2_MULTIPLE,
+        "canary": problem.canary_regions(args) if check else [], "check": check, "seed": int(args["seed"]),
+        "fresh_seeds": fresh_seeds, "batch": options.batch if options.method == "batched" else 1,
+        "max_repeats": int(max_repeats), "max_time_ns": float(max_time_ns), "wall_cap_ns": float(options.wall_cap_s) * 1e9,
+        "host_calls": host_calls,
+    }
+
+
+class Inputs:
+    """The judge's copy of each input the worker holds, keyed by seed, with the canaries of every
+    run so far written in order (as they are in the worker's buffers)."""
+
+    def __init__(self, args: dict):
+        self.args = args
+        self.state: dict[int, tuple] = {}
+
+    def after_canary(self, seed: int, regions: list, canary: dict) -> tuple:
+        if seed not in self.state:
+            if len(self.state) >= 64:  # fresh seeds every run (leaderboard mode): keep memory bounded
+                self.state.pop(next(iter(self.state)))
+            self.state[seed] = verdict.generate(self.args, seed)
+        return verdict.apply_canary(self.state[seed], regions, canary)
+
+
+def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
+    """(samples in ns, the first wrong output's reason or None). Every call of every run is checked."""
+    regions = reply.header["params"]["canary"]
+    inputs = Inputs(args)
+    samples = []
+    last = None
+    for i, run in enumerate(reply.header.get("runs", [])):
+        samples.append(float(run["ns"]))
+        for call in run["calls"]:
+            data = inputs.after_canary(int(call["seed"]), regions, call["canary"])
+            if "out" not in call:
+                continue  # unchecked harness kernels (floors, BF16)
+            reason = verdict.judge_output(data, call["out"], reply.blob, call.get("synced"))
+            if reason:
+                return samples, f"timed run {i + 1}: {reason}"
+            last = data
+    if reply.header.get("host_out") is not None and last is not None:
+        reason = verdict.judge_output(last, reply.header["host_out"], reply.blob)
+        if reason:
+            return samples, f"back-to-back calls (host cost): {reason}"
+    return samples, None
+
+
+def timed(runner: Runner, result: CaseResult, options: Options, budget: tuple, fresh_seeds: bool,
+          host_calls: int = 0) -> list[float]:
+    """One timed request; every output judged. Raises WorkerFailure with the reason."""
+    params = runs_params(result.args, options, budget, fresh_seeds, host_calls)
+    reply = runner.call("runs", {"args": result.args, "params": params})
+    try:
+        samples, reason = judge_runs(reply, result.args)
+    except verdict.Tampered as exc:
+        runner.close()
+        raise WorkerFailure(str(exc))
+    if reason:
+        raise WorkerFailure(reason)
+    if reply.header.get("host_ns", -1) > 0:
+        result.host_us = reply.header["host_ns"] / 1e3
+    return samples
+
+
+def run_benchmarks(submission: Path, cases: list[Case], options: Options, leaderboard: bool = False) -> RunRecord:
+    """The leaderboard's benchmark (or leaderboard) mode. Leaderboard mode runs the anti-cheat
+    checks on every case first and draws a new input every timed run; it stops at the first failure
+    as the leaderboard does."""
+    from eval import sol
+
+    runner = Runner(submission, options)
+    budget = LEADERBOARD_BUDGET if leaderboard else BENCHMARK_BUDGET
+    try:
+        record = start_record("leaderboard" if leaderboard else "benchmark", submission, runner, options)
+        if record.error:
+            return record
+        _warm_up(runner, new_case(cases[0], options), options, budget["warmup"])
+        floors = sol.cached_floors(record.environment)
+        for case in cases:
+            result = new_case(case, options)
+            try:
+                if leaderboard:
+                    check_trial(runner, result, options)
+                if result.passed:
+                    result.samples = timed(runner, result, options, budget["case"], leaderboard, HOST_CALLS)
+                    result.stats = calculate_stats(result.samples)
+                    _check_floor(result, floors)
+            except WorkerFailure as failure:
+                result.fail(failure.reason, failure.detail)
+            record.cases.append(result)
+            if leaderboard and not result.passed:
+                break
+        if options.bf16_baseline and record.environment.cuda_available:
+            _add_bf16_baseline(record, options)
+        finish_record(record, len(cases))
+        return record
+    finally:
+        runner.close()
+
+
+def _check_floor(result: CaseResult, floors: dict) -> None:
+    """Faster than memory allows is a failure (GPU only; floors measured by the judge's own run)."""
+    floor = floors.get("x".join(str(result.args[k]) for k in ("m", "k", "l")))
+    if floor and result.stats.mean < FLOOR_FAIL_RATIO * floor["median_ns"]:
+        result.fail(f"faster than memory allows: mean {result.stats.mean / 1e3:.2f} µs is below "
+                    f"{FLOOR_FAIL_RATIO}x this GPU's measured floor {floor['median_ns'] / 1e3:.2f} µs "
+                    "(caching, skipped work or precomputation?)")
+
+
+def _warm_up(runner: Runner, result: CaseResult, options: Options, budget: tuple) -> None:
+    """The leaderboard's untimed warm-up benchmark of the first case (compiles, warms clocks); its
+    outputs are checked too, and a failure shows on the case itself."""
+    try:
+        timed(runner, result, options, budget, fresh_seeds=False)
+    except WorkerFailure:
+        pass
+
+
+def _add_bf16_baseline(record: RunRecord, options: Options) -> None:
+    """The same GEMV through torch's BF16 path (cuBLAS), timed the same way, in a harness worker."""
+    from eval import baselines
+
+    baselines.bf16_for_cases(record.cases, options)
+
+
+def finish_record(record: RunRecord, expected_cases: int) -> None:
+    means = [c.stats.mean for c in record.cases if c.passed and c.stats]
+    record.passed = len(means) == expected_cases and expected_cases > 0
+    record.geomean_ns = geomean(means) if record.passed else None
+
+
+def samples(runner: Runner, result: CaseResult, options: Options, n: int) -> list[float]:
+    """n timed runs of one case, no stop rule, every output checked (compare and tune)."""
+    return timed(runner, result, options, (n, NO_LIMIT), fresh_seeds=False)[:n]
+
+
+def run_profile(submission: Path, cases: list[Case], options: Options, ncu: bool = False) -> RunRecord:
+    def call(runner, result):
+        result.report = runner.call("profile", {"args": result.args, "ncu": ncu}).header.get("text", "")
+
+    return run_each_case("profile", submission, cases, options, call)

@@ -1,0 +1,148 @@
+"""The judge's side of a check: rebuild what the worker's compiled part snapshotted, put the same
+canary bytes into the judge's own copy of the inputs, and ask the problem's own checker.
+
+Nothing here trusts the worker beyond the signed bytes: the inputs are regenerated here from the
+seed, the canary bytes are re-derived from the canary seed (splitmix64, as native.cpp), and the
+reference runs in this process.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import torch
+
+import reference
+from eval import problem
+
+NOT_COMPLETE = ("output was not complete on the current stream when custom_kernel returned "
+                "(work left on another stream? synchronize it with the current stream before returning)")
+PREFILLED = "returned the pre-filled c unchanged: custom_kernel must compute and write the result"
+DTYPES = {"Half": torch.float16, "Float": torch.float32, "BFloat16": torch.bfloat16, "Double": torch.float64,
+          "Byte": torch.uint8, "Char": torch.int8, "Short": torch.int16, "Int": torch.int32, "Long": torch.int64,
+          "Bool": torch.bool}
+MASK64 = (1 << 64) - 1
+
+
+class Tampered(Exception):
+    """The reply contradicts itself (e.g. canary positions that its seed does not give)."""
+
+
+def device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def generate(args: dict, seed: int, overrides: dict | None = None) -> tuple:
+    return reference.generate_input(**{**args, **(overrides or {}), "seed": int(seed)})
+
+
+# -- canaries -------------------------------------------------------------------------------------
+
+def _splitmix(seed: int):
+    state = seed & MASK64
+    while True:
+        state = (state + 0x9E3779B97F4A7C15) & MASK64
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        yield z ^ (z >> 31)
+
+
+def canary_plan(regions: list, seed: int) -> list[tuple[int, bytes]]:
+    """(start byte, bytes) per region, as native.cpp's plan_canary draws them."""
+    gen = _splitmix(seed)
+    plan = []
+    for arg, offset, pitch, width, height, jitter, mask in regions:
+        start = offset + (next(gen) % (jitter // width + 1)) * width
+        n = width * height
+        raw = b"".join(next(gen).to_bytes(8, "little") for _ in range((n + 7) // 8))[:n]
+        plan.append((start, bytes(b & mask for b in raw)))
+    return plan
+
+
+def storage_bytes(t: torch.Tensor) -> torch.Tensor:
+    """A flat uint8 tensor over t's whole storage (writes go to t)."""
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+
+
+def exact_copy(t):
+    """A tensor with its own copy of t's storage, same offset, sizes and strides."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage().clone(), t.storage_offset(),
+                                                               t.size(), t.stride())
+
+
+def with_canary(pristine: tuple, regions: list, canary: dict) -> tuple:
+    """A copy of the inputs with one run's canary bytes written where the worker wrote them."""
+    return apply_canary(tuple(exact_copy(t) for t in pristine), regions, canary)
+
+
+def apply_canary(data: tuple, regions: list, canary: dict) -> tuple:
+    """Write a run's canary bytes into data (in place; the worker's inputs keep them too, so runs
+    on the same inputs accumulate them in order)."""
+    plan = canary_plan(regions, int(canary["seed"]))
+    if [start for start, _ in plan] != [int(s) for s in canary.get("starts", [])]:
+        raise Tampered("reply failed authentication: canary positions do not follow from its seed")
+    for (arg, _, pitch, width, height, _, _), (start, raw) in zip(regions, plan):
+        flat = storage_bytes(data[arg])
+        index = (start + torch.arange(height).unsqueeze(1) * pitch + torch.arange(width).unsqueeze(0)).flatten()
+        flat[index.to(flat.device)] = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(flat.device)
+    return data
+
+
+def input_hash(t: torch.Tensor) -> str:
+    return hashlib.sha256(storage_bytes(t).cpu().numpy().tobytes()).hexdigest()
+
+
+# -- outputs --------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Output:
+    tensor: torch.Tensor | None
+    problem: str = ""
+
+
+def rebuild(entry: dict | None, blob: bytes, like: torch.Tensor) -> Output:
+    """The output tensor a snapshot describes, on the judge's device."""
+    if entry is None:
+        return Output(None, "no output snapshot")
+    if entry.get("problem"):
+        return Output(None, entry["problem"])
+    dtype = DTYPES.get(entry.get("dtype"))
+    if dtype is None:
+        return Output(None, f"output dtype {entry.get('dtype')} != expected {like.dtype}")
+    if entry.get("device") != like.device.type:
+        return Output(None, f"output is on {entry.get('device')}, expected {like.device}")
+    start, length = entry["blob"]
+    if start < 0 or length < 0 or start + length > len(blob):
+        raise Tampered("reply failed authentication: snapshot outside its data")
+    raw = torch.frombuffer(bytearray(blob[start:start + length]), dtype=torch.uint8) if length else \
+        torch.empty(0, dtype=torch.uint8)
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    if length % itemsize:
+        raise Tampered("reply failed authentication: snapshot length")
+    values = raw.view(dtype) if length else torch.empty(0, dtype=dtype)
+    try:
+        tensor = values.as_strided(entry["sizes"], entry["strides"], entry["offset"])
+    except RuntimeError as exc:
+        raise Tampered(f"reply failed authentication: snapshot layout ({exc})")
+    return Output(tensor.to(like.device))
+
+
+def judge_output(data: tuple, entry: dict, blob: bytes, synced: dict | None = None) -> str | None:
+    """None when the output is right; else the one-line reason."""
+    c = data[problem.OUTPUT_ARG]
+    out = rebuild(entry, blob, c)
+    if out.problem:
+        return out.problem
+    good, message = reference.check_implementation(data, out.tensor)
+    if good:
+        return None
+    if synced is not None:
+        later = rebuild(synced, blob, c)
+        if not later.problem and reference.check_implementation(data, later.tensor)[0]:
+            return NOT_COMPLETE
+    if out.tensor.shape == c.shape and out.tensor.dtype == c.dtype and torch.equal(out.tensor, c):
+        return PREFILLED
+    return message

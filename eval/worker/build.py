@@ -1,0 +1,62 @@
+"""Builds the worker's compiled part (native.cpp) once per machine and source version, and says
+where it is. The judge builds it before it starts a worker; the worker only loads the file (it
+never compiles anything of ours). Needs a C++ compiler and ninja; no CUDA toolkit (the CUDA driver
+is opened at run time)."""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("native.cpp")
+
+
+def cache_root() -> Path:
+    """Where builds and worker caches live: readable by an unprivileged worker when we run as root."""
+    if os.environ.get("NVFP4_GEMV_CACHE"):
+        return Path(os.environ["NVFP4_GEMV_CACHE"])
+    if os.geteuid() == 0:
+        return Path("/var/tmp/nvfp4-gemv")
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nvfp4-gemv"
+
+
+def module_name() -> str:
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+    return f"nvfp4_worker_native_{digest}"
+
+
+def build(verbose: bool = False) -> Path:
+    """Compile if needed; return the path of the shared library."""
+    import torch.utils.cpp_extension as ext
+
+    name = module_name()
+    directory = cache_root() / "native" / name
+    target = directory / f"{name}.so"
+    if target.is_file():
+        return target
+    directory.mkdir(parents=True, exist_ok=True)
+    os.chmod(cache_root(), 0o755)
+    os.chmod(directory.parent, 0o755)
+    ext.load(name=name, sources=[str(SOURCE)], build_directory=str(directory), extra_cflags=["-O2"],
+             verbose=verbose, with_cuda=False)
+    for path in [directory, *directory.iterdir()]:
+        os.chmod(path, 0o755 if path.is_dir() or path.suffix == ".so" else 0o644)
+    return target
+
+
+def load(path: str):
+    """Import the built library (inside the worker)."""
+    import importlib.machinery
+    import importlib.util
+
+    name = Path(path).stem
+    loader = importlib.machinery.ExtensionFileLoader(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+if __name__ == "__main__":
+    print(build(verbose="-v" in sys.argv))

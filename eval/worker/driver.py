@@ -1,0 +1,187 @@
+"""The worker's Python side: reads the judge's requests, imports the submission, makes inputs and
+hands everything that is measured or checked to the compiled part (native.cpp).
+
+Runs inside the submission's process, so nothing here is trusted by the judge: a submission can
+patch any of it. Whatever it changes here can only make its own outputs wrong in the judge's eyes
+(the judge checks them against its own inputs and canaries) or break the channel (a failure); time
+and the signed replies come from the compiled part.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pickle
+import platform
+import struct
+import sys
+import traceback
+from pathlib import Path
+
+
+def read_request(fd: int):
+    header = _read_exact(fd, 8)
+    if header is None:
+        return None
+    (size,) = struct.unpack(">Q", header)
+    return pickle.loads(_read_exact(fd, size))  # the judge's own requests (pipe from the parent)
+
+
+def _read_exact(fd: int, n: int):
+    chunks, got = [], 0
+    while got < n:
+        chunk = os.read(fd, n - got)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+class SubmissionLoadError(Exception):
+    pass
+
+
+def load_submission(path: Path):
+    """Import the file as the module `submission` (as the leaderboard does); return the module."""
+    if not path.is_file():
+        raise SubmissionLoadError(f"submission file {path} does not exist")
+    try:
+        source = path.read_text()
+        compile(source, str(path), "exec")
+    except SyntaxError as exc:
+        raise SubmissionLoadError(f"syntax error in {path.name} line {exc.lineno}: {exc.msg}")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SubmissionLoadError(f"cannot read {path}: {exc}")
+    spec = importlib.util.spec_from_file_location("submission", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["submission"] = module
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "custom_kernel", None)):
+        raise SubmissionLoadError(f"{path.name} defines no custom_kernel(data) function")
+    return module
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line a user can act on."""
+    import torch
+
+    first = (str(exc).strip().splitlines() or [""])[0][:400]
+    if isinstance(exc, SubmissionLoadError):
+        return first
+    if isinstance(exc, SystemExit):
+        return f"the submission called sys.exit({exc.code}); custom_kernel must return the output"
+    if isinstance(exc, torch.OutOfMemoryError):
+        return f"ran out of GPU memory: {first}"
+    if isinstance(exc, MemoryError) or "can't allocate memory" in first or "not enough memory" in first:
+        return f"ran out of host memory: {first}"
+    if "CUDA error" in first or "illegal memory access" in first:
+        return f"CUDA error: {first}"
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    return f"raised {type(exc).__name__}: {first}"
+
+
+class Worker:
+    def __init__(self, native, layers: dict):
+        import reference
+        import torch
+
+        self.native = native
+        self.layers = layers
+        self.reference = reference
+        self.torch = torch
+        self.cuda = torch.cuda.is_available()
+        self.module = None
+
+    def kernel(self, request: dict):
+        if self.module is None:
+            raise SubmissionLoadError("no submission loaded")
+        config = request.get("config")
+        if config is None:
+            return self.module.custom_kernel
+        run_with = self.module.run_with
+        return lambda data: run_with(data, config)
+
+    def make_input(self, args: dict):
+        generate = self.reference.generate_input
+        return lambda seed, overrides=None: generate(**{**args, **(overrides or {}), "seed": int(seed)})
+
+    # -- ops: each ends in exactly one reply ---------------------------------------------------
+    def op_load(self, nonce: str, request: dict) -> None:
+        if request.get("submission"):
+            self.module = load_submission(Path(request["submission"]))
+        info = {"sandbox": self.layers, "python": platform.python_version(), "torch": self.torch.__version__,
+                "cuda": self.cuda}
+        self.native.reply(nonce, "ready", json.dumps(info))
+
+    def check_device(self, request: dict) -> None:
+        if request["params"].get("cuda") and not self.cuda:
+            raise RuntimeError("CUDA is not available inside the worker")
+
+    def op_trial(self, nonce: str, request: dict) -> None:
+        self.check_device(request)
+        self.native.trial(nonce, self.kernel(request), self.make_input(request["args"]), request["params"])
+
+    def op_runs(self, nonce: str, request: dict) -> None:
+        self.check_device(request)
+        self.native.runs(nonce, self.kernel(request), self.make_input(request["args"]), request["params"])
+
+    def op_baseline(self, nonce: str, request: dict) -> None:
+        """A harness kernel (streaming read, BF16 GEMV) timed by the same loop; only in a worker that
+        holds no submission."""
+        if self.module is not None:
+            raise SubmissionLoadError("baselines run only in a worker without a submission")
+        from eval.worker import baselines
+
+        launch, data = baselines.make(request["baseline"])
+        self.native.runs(nonce, lambda _: launch(), lambda seed: data, request["params"])
+
+    def op_profile(self, nonce: str, request: dict) -> None:
+        from eval.worker import profiling
+
+        text = profiling.profile(self.kernel(request), self.make_input(request["args"])(request["args"]["seed"]),
+                                 request.get("ncu", False))
+        self.native.reply(nonce, "text", text)
+
+    def handle(self, request: dict) -> None:
+        nonce = request["nonce"]
+        op = getattr(self, f"op_{request['op']}", None)
+        try:
+            if op is None:
+                raise ValueError(f"unknown worker op {request['op']!r}")
+            op(nonce, request)
+        except BaseException as exc:  # everything, SystemExit from the submission included
+            traceback.print_exc()
+            self.native.reply(nonce, "error", describe_error(exc))
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def mapped_library(prefix: str) -> str | None:
+    """The path of a library this process has mapped whose file name starts with prefix."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1] if len(line.split()) >= 6 else ""
+                if os.path.basename(path).startswith(prefix):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def serve(request_fd: int, reply_fd: int, key_fd: int, native_so: str, layers: dict) -> None:
+    import torch  # already imported, CUDA started (eval/worker/__main__.py)
+
+    from eval.worker import build
+
+    native = build.load(native_so)
+    driver = (mapped_library("libcudart.so") or "") if torch.cuda.is_available() else ""  # torch's CUDA runtime
+    native.open_channel(key_fd, reply_fd, driver)  # key and driver fixed before the submission exists
+    worker = Worker(native, layers)
+    while True:
+        request = read_request(request_fd)
+        if request is None:
+            return
+        worker.handle(request)

@@ -1,0 +1,133 @@
+"""The worker's sandbox, applied after torch and CUDA have started and before the submission is
+imported. Standard library only (ctypes).
+
+Layers, each reported as "on" or why not (LEVEL "full"; "no-uid" skips the uid change; "none" applies
+nothing, the judge's last resort when CUDA does not work inside the sandbox):
+  uid            as root: an unprivileged uid (all threads: glibc changes every thread's ids)
+  no_new_privs   no setuid binary can give privileges back
+  capabilities   when still root: all dropped, so no CAP_SYS_PTRACE / CAP_DAC_OVERRIDE (the judge is
+                 non-dumpable, so its /proc/<pid>/fd cannot be opened without them)
+  landlock       writes only below the given folders (scratch, cache, /dev); reads anywhere. Landlock
+                 binds the calling thread and threads it makes later: the submission's Python runs in
+                 this thread or in threads it starts; threads the CUDA driver or torch started before
+                 are not bound (no Python runs there)
+  seccomp        ptrace, process_vm_readv/writev, pidfd_getfd and kcmp refused (EPERM), every thread
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import struct
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP = 24
+SYS = {"x86_64": {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "landlock_restrict_self": 446,
+                  "seccomp": 317, "capset": 126},
+       "aarch64": {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "landlock_restrict_self": 446,
+                   "seccomp": 277, "capset": 91}}
+DENIED = {"x86_64": {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
+                     "kcmp": 312},
+          "aarch64": {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438,
+                      "kcmp": 272}}
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+def _err() -> str:
+    return os.strerror(ctypes.get_errno())
+
+
+def apply(writable: list[str], uid: int | None, level: str = "full") -> dict[str, str]:
+    if level == "none":
+        return {"sandbox": "off (CUDA did not work inside it on this machine)"}
+    arch = platform.machine()
+    applied = {}
+    if uid is not None and os.geteuid() == 0 and level == "full":
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            applied["uid"] = f"dropped to {uid}"
+        except OSError as exc:
+            applied["uid"] = f"failed ({exc.strerror})"
+    elif os.geteuid() == 0:
+        applied["uid"] = "kept root (" + ("CUDA failed as an unprivileged uid)" if level == "no-uid" else
+                                          "the tree is not readable by an unprivileged uid)")
+    applied["no_new_privs"] = "on" if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else f"failed ({_err()})"
+    if os.geteuid() == 0:
+        applied["capabilities"] = _drop_capabilities(arch)
+    applied["landlock"] = _landlock(arch, writable)
+    applied["seccomp"] = _seccomp(arch)
+    return applied
+
+
+def _drop_capabilities(arch: str) -> str:
+    if arch not in SYS:
+        return f"unavailable (architecture {arch})"
+    for cap in range(64):
+        _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = bytes(24)  # two __user_cap_data_struct, all zero
+    h, d = ctypes.create_string_buffer(header), ctypes.create_string_buffer(data)
+    if _libc.syscall(SYS[arch]["capset"], h, d) != 0:
+        return f"failed ({_err()})"
+    return "on"
+
+
+# Landlock write-type rights: write file, remove dir/file, make char/dir/reg/sock/fifo/block/sym,
+# then refer (ABI 2) and truncate (ABI 3). Reads, execution and device ioctls stay allowed.
+_LL_WRITE = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
+
+
+def _landlock(arch: str, writable: list[str]) -> str:
+    if arch not in SYS:
+        return f"unavailable (architecture {arch})"
+    nr = SYS[arch]
+    abi = _libc.syscall(nr["landlock_create_ruleset"], None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    if abi < 1:
+        return f"unavailable (kernel without Landlock: {_err()})"
+    access = _LL_WRITE | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0)
+    attr = ctypes.create_string_buffer(struct.pack("Q", access))
+    ruleset = _libc.syscall(nr["landlock_create_ruleset"], attr, ctypes.c_size_t(8), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return f"unavailable ({_err()})"
+    try:
+        for path in writable:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            rule = ctypes.create_string_buffer(struct.pack("=Qi", access, fd))
+            _libc.syscall(nr["landlock_add_rule"], ctypes.c_int(ruleset), ctypes.c_int(1), rule, ctypes.c_uint32(0))
+            os.close(fd)
+        if _libc.syscall(nr["landlock_restrict_self"], ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+            return f"unavailable ({_err()})"
+    finally:
+        os.close(ruleset)
+    return "on"
+
+
+def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("HBBI", code, jt, jf, k)
+
+
+def _seccomp(arch: str) -> str:
+    if arch not in DENIED:
+        return f"unavailable (architecture {arch})"
+    ld_abs, jeq, ret = 0x20, 0x15, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_RET|BPF_K
+    allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
+    prog = [_bpf(ld_abs, 4), _bpf(jeq, AUDIT_ARCH[arch], 1, 0), _bpf(ret, deny), _bpf(ld_abs, 0)]
+    for number in DENIED[arch].values():
+        prog += [_bpf(jeq, number, 0, 1), _bpf(ret, deny)]
+    prog.append(_bpf(ret, allow))
+    filters = ctypes.create_string_buffer(b"".join(prog))
+    fprog = struct.pack("HxxxxxxQ", len(prog), ctypes.addressof(filters))
+    fprog_buf = ctypes.create_string_buffer(fprog)
+    # SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_TSYNC: every thread, not only this one
+    if _libc.syscall(SYS[arch]["seccomp"], ctypes.c_uint(1), ctypes.c_uint(1), fprog_buf) != 0:
+        return f"unavailable ({_err()})"
+    return "on"

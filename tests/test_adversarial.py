@@ -1,0 +1,109 @@
+"""The red-team corpus (tests/adversarial/manifest.yaml): every cheat is caught with its reason, every
+honest-but-unusual submission passes, timer attacks do not shorten the reported time, and forgeries
+leave no trace where they aimed (results/, site-packages, the judge's stdout)."""
+import glob
+import site
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from eval import cases, report, results
+from eval.judge import modes
+from tests.conftest import HAS_CUDA, ROOT
+
+ADV = ROOT / "tests" / "adversarial"
+MANIFEST = yaml.safe_load((ADV / "manifest.yaml").read_text())
+SLOW_TO_FAIL = {"hangs": 15.0}  # per-case timeout for submissions that never return
+
+
+def options(tmp_path, name):
+    return modes.Options(timeout=SLOW_TO_FAIL.get(name, 120.0), load_timeout=120.0, log_dir=tmp_path / "logs",
+                         wall_cap_s=2.0, bf16_baseline=False)
+
+
+def run(name, mode, tmp_path, n_cases=1):
+    smoke = cases.select_cases("smoke")[:n_cases]
+    path = ADV / f"{name}.py"
+    if mode == "test":
+        return modes.run_tests(path, smoke, options(tmp_path, name))
+    return modes.run_benchmarks(path, smoke, options(tmp_path, name), leaderboard=mode == "leaderboard")
+
+
+def first_reason(record):
+    return record.error or next((c.error for c in record.cases if not c.passed), None) or ""
+
+
+def traces():
+    """What a forgery could leave: files in the real results/ and .pth files in site-packages."""
+    real = ROOT / "results"
+    found = {str(p) for p in real.rglob("*")} if real.exists() else set()
+    for d in site.getsitepackages() + [site.getusersitepackages()]:
+        found |= set(glob.glob(str(Path(d) / "*.pth")))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_adversarial_submission(name, tmp_path, capfd):
+    entry = MANIFEST[name]
+    if entry.get("gpu_only") and not HAS_CUDA:
+        pytest.skip("needs a CUDA GPU")
+    before = traces()
+    record = run(name, entry.get("mode", "test"), tmp_path)
+    out, err = capfd.readouterr()
+    reason = first_reason(record)
+    expect = entry["expect"]
+    if expect == "fail":
+        wanted = [entry["reason"], *entry.get("alt_reasons", [])]
+        assert not record.passed, f"{name} passed: {entry['attack']}"
+        assert any(w in reason for w in wanted), f"{name}: {reason!r} (wanted one of {wanted})"
+    elif expect == "honest-time" and not record.passed:  # caught instead of measured: as good
+        wanted = entry.get("alt_reasons", [])
+        assert any(w in reason for w in wanted), f"{name}: {reason!r} (wanted an honest time or one of {wanted})"
+    elif expect == "honest-time":  # measured: the time it reports is at least what it really took
+        for case in record.cases:
+            assert case.stats.mean >= entry["min_ms"] * 1e6, f"{name}: reported {case.stats.mean / 1e6:.3f} ms"
+    else:
+        assert record.passed, f"{name} should pass: {reason}"
+    assert "check: pass" not in out + err  # nothing printed in the judge's name
+    new = traces() - before
+    assert not new, f"{name} left {sorted(new)}"
+
+
+def test_manifest_covers_every_file():
+    files = {p.stem for p in ADV.glob("*.py")}
+    assert files == set(MANIFEST), (files - set(MANIFEST), set(MANIFEST) - files)
+    assert sum(e["expect"] != "pass" for e in MANIFEST.values()) >= 30
+
+
+def test_crash_does_not_stop_later_cases(tmp_path):
+    record = run("exits", "test", tmp_path, n_cases=2)
+    assert [c.status for c in record.cases] == ["fail", "fail"]
+    assert all("exited with code 3" in c.error for c in record.cases)
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_cuda_illegal_address_is_caught_and_the_next_case_runs(tmp_path):
+    record = run("illegal_address", "test", tmp_path, n_cases=2)
+    assert [c.status for c in record.cases] == ["fail", "fail"]
+    assert all("CUDA error" in c.error or "crashed" in c.error for c in record.cases), record.cases
+
+
+def test_secret_seed_invisible_and_prints_do_not_leak(tmp_path, monkeypatch):
+    monkeypatch.setenv("POPCORN_SEED", "4242")
+    record = run("honest_peeker", "test", tmp_path)
+    assert record.passed, first_reason(record)
+    assert report.popcorn(record).count("check: pass") == 1  # the submission's print went to the log
+
+
+def test_worker_log_holds_the_submission_output(tmp_path):
+    record = run("honest_peeker", "test", tmp_path)
+    assert "check: pass" in Path(record.log).read_text()  # printed there, never in the report
+
+
+def test_sandbox_layers_reported(tmp_path):
+    record = run("honest_peeker", "test", tmp_path)
+    layers = record.environment.sandbox
+    assert layers.get("no_new_privs") == "on" and "landlock" in layers and "seccomp" in layers
+    assert not sys.platform.startswith("linux") or layers["seccomp"] == "on"

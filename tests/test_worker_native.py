@@ -1,0 +1,81 @@
+"""The worker's compiled part: it builds here (CI's compile check), its frames carry an HMAC-SHA256
+that Python's hmac agrees with, one reply per nonce, no measurement kinds through reply(), and the
+key never reaches Python."""
+import hashlib
+import hmac
+import json
+import os
+import struct
+import subprocess
+import sys
+
+from eval.judge import channel
+from eval.worker import build
+from tests.conftest import ROOT
+
+SCRIPT = r"""
+import os, sys, torch
+from eval.worker import build
+native = build.load(sys.argv[1])
+key_fd, reply_fd = int(sys.argv[2]), int(sys.argv[3])
+native.open_channel(key_fd, reply_fd, "")
+native.reply("n1", "ready", "hello")
+for call in (lambda: native.reply("n1", "text", "again"), lambda: native.reply("n2", "runs", "{}"),
+             lambda: native.open_channel(key_fd, reply_fd, "")):
+    try:
+        call()
+        print("ALLOWED")
+    except RuntimeError as exc:
+        print("refused:", exc)
+print("key visible:", any(isinstance(v, bytes) and len(v) == 32 for v in globals().values()))
+"""
+
+
+def test_native_builds_signs_and_refuses():
+    lib = build.build()
+    key = os.urandom(32)
+    key_r, key_w = os.pipe()
+    os.write(key_w, key)
+    os.close(key_w)
+    rep_r, rep_w = os.pipe()
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(lib), str(key_r), str(rep_w)], cwd=ROOT,
+                         pass_fds=(key_r, rep_w), capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    os.close(key_r)
+    os.close(rep_w)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("refused:") and "already answered" in lines[0]
+    assert lines[1].startswith("refused:") and "reply kind" in lines[1]
+    assert lines[2].startswith("refused:") and "already open" in lines[2]
+    assert lines[3] == "key visible: False"
+    frame = os.read(rep_r, 1 << 16)
+    os.close(rep_r)
+    assert frame[:4] == b"NVF1"
+    header_len, blob_len = struct.unpack("<IQ", frame[4:16])
+    header = frame[16:16 + header_len]
+    mac = frame[16 + header_len + blob_len:16 + header_len + blob_len + 32]
+    assert hmac.compare_digest(mac, hmac.new(key, header, hashlib.sha256).digest())
+    assert json.loads(header) == {"nonce": "n1", "kind": "ready", "text": "hello"}
+    assert len(frame) == 16 + header_len + blob_len + 32  # exactly one frame: the refused calls wrote nothing
+
+
+def test_echo_must_match_what_was_asked():
+    asked = {"cuda": False, "max_repeats": 200, "canary": [[1, 0, 16384, 128, 2, 0, 3]], "seed": 7}
+    assert channel._echo_matches(asked, {**asked, "extra": 1})
+    assert not channel._echo_matches(asked, {**asked, "max_repeats": 3})
+    assert not channel._echo_matches(asked, {**asked, "canary": []})
+    assert not channel._echo_matches(asked, {k: v for k, v in asked.items() if k != "seed"})
+
+
+def test_secret_seed_applies_to_every_case_set_of_a_command():
+    """POPCORN_SEED is read once and combined into tests and benchmarks alike (it used to reach the
+    first set only), and it is gone from the environment afterwards."""
+    code = ("import os; from eval import cases; t = cases.select_cases('tests'); b = cases.select_cases('benchmarks');"
+            "print(t[0].args['seed'], b[0].args['seed'], 'POPCORN_SEED' in os.environ)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "POPCORN_SEED": "4242"})
+    from eval.cases import combine_seed
+
+    expected = combine_seed(1111, 4242)
+    assert out.stdout.split() == [str(expected), str(expected), "False"], out.stderr
