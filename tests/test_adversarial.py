@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from eval import cases, report, results
+from eval import cases, report
 from eval.judge import modes
 from tests.conftest import HAS_CUDA, ROOT
 
@@ -107,3 +107,51 @@ def test_sandbox_layers_reported(tmp_path):
     layers = record.environment.sandbox
     assert layers.get("no_new_privs") == "on" and "landlock" in layers and "seccomp" in layers
     assert not sys.platform.startswith("linux") or layers["seccomp"] == "on"
+
+
+def _cli(*args, timeout=300):
+    import os
+    import subprocess
+    import tempfile
+
+    env = {**os.environ, "NVFP4_GEMV_RESULTS_DIR": tempfile.mkdtemp(prefix="nvfp4-cli-")}
+    return subprocess.Popen([sys.executable, "-m", "eval", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_judge_survives_a_signal_from_the_worker():
+    """signal_parent sends SIGTERM to a parent running `-m eval` (not pytest): the real CLI must live."""
+    proc = _cli("test", str(ADV / "signal_parent.py"), "--cases", "smoke")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, (proc.returncode, out[-500:], err[-500:])
+
+
+def _workers() -> set:
+    import os
+
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if b"eval.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.add(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_worker_never_outlives_its_judge():
+    import time
+
+    before = _workers()
+    proc = _cli("test", str(ADV / "hangs.py"), "--cases", "smoke", "--timeout", "600")
+    deadline = time.monotonic() + 120
+    while not (_workers() - before) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    started = _workers() - before
+    assert started, "no worker started"
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while (_workers() & started) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not (_workers() & started), "the worker outlived its judge"

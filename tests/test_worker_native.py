@@ -8,6 +8,7 @@ import os
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 from eval.judge import channel
 from eval.worker import build
@@ -79,3 +80,21 @@ def test_secret_seed_applies_to_every_case_set_of_a_command():
 
     expected = combine_seed(1111, 4242)
     assert out.stdout.split() == [str(expected), str(expected), "False"], out.stderr
+
+
+def test_flush_kernel_ptx_assembles_for_hopper_and_blackwell(tmp_path):
+    """The flush-and-wait kernel is PTX JIT-compiled by the driver at run time; ptxas checks it here."""
+    import re
+    import shutil
+
+    import pytest
+
+    ptxas = shutil.which("ptxas") or (shutil.which("nvcc") and str(Path(shutil.which("nvcc")).parent / "ptxas"))
+    if not ptxas or not Path(ptxas).exists():
+        pytest.skip("ptxas (CUDA toolkit) not installed")
+    ptx = re.search(r'FLUSH_PTX = R"PTX\((.*?)\)PTX"', build.SOURCE.read_text(), re.S).group(1)
+    (tmp_path / "flush.ptx").write_text(ptx)
+    for arch in ("sm_90a", "sm_100a"):
+        out = subprocess.run([ptxas, f"-arch={arch}", str(tmp_path / "flush.ptx"), "-o", str(tmp_path / f"{arch}.cubin")],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr

@@ -129,7 +129,9 @@ def start_record(mode: str, submission: Path | None, runner: Runner, options: Op
         git_commit=results.git_commit(), log=str(runner.log_path),
         timing=Timing(options.method, options.batch if options.method == "batched" else None, options.gap_us),
     )
-    if submission:
+    if submission and not static_check.available():
+        record.static = ["kernelguard is not installed: static pre-check skipped (pip install kernelguard)"]
+    elif submission:
         findings = static_check.scan(Path(submission))
         failing = [f for f in findings if f.fails]
         record.static = [static_check.describe(f) for f in findings if not f.fails]
@@ -201,7 +203,6 @@ def check_trial(runner: Runner, result: CaseResult, options: Options) -> None:
     params = {"cuda": torch.cuda.is_available(), "flush_l2_multiple": FLUSH_L2_MULTIPLE, "steps": steps}
     reply = runner.call("trial", {"args": result.args, "params": params})
     for i, (step, done) in enumerate(zip(steps, reply.header.get("steps", []))):
-        args = {**result.args, **step["overrides"]}
         data = verdict.with_canary(verdict.generate(result.args, step["seed"], step["overrides"]), step["canary"],
                                    done["canary"])
         reason = verdict.judge_output(data, done["out"], reply.blob, done.get("synced"))
@@ -216,7 +217,7 @@ def check_trial(runner: Runner, result: CaseResult, options: Options) -> None:
                 return
             result.warnings.append(narrow)
             continue
-        result.fail(STEP_CONTEXT[i] + reason if reason not in (verdict.NOT_COMPLETE, verdict.PREFILLED) or i else reason)
+        result.fail(STEP_CONTEXT[i] + reason)
         return
     if len(reply.header.get("steps", [])) < len(steps) and result.passed:
         result.fail("the worker stopped the checks early")

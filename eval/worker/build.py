@@ -22,7 +22,7 @@ def cache_root() -> Path:
 
 
 def module_name() -> str:
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256(SOURCE.read_bytes() + Path(__file__).read_bytes()).hexdigest()[:12]
     return f"nvfp4_worker_native_{digest}"
 
 
@@ -38,8 +38,9 @@ def build(verbose: bool = False) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(cache_root(), 0o755)
     os.chmod(directory.parent, 0o755)
+    headers = [d for d in (os.environ.get("CUDA_HOME", "/usr/local/cuda") + "/include",) if Path(d, "cuda.h").is_file()]
     ext.load(name=name, sources=[str(SOURCE)], build_directory=str(directory), extra_cflags=["-O2"],
-             verbose=verbose, with_cuda=False)
+             extra_include_paths=headers, verbose=verbose, with_cuda=False)  # cuda.h only checks layouts
     for path in [directory, *directory.iterdir()]:
         os.chmod(path, 0o755 if path.is_dir() or path.suffix == ".so" else 0o644)
     return target

@@ -14,6 +14,7 @@
 
 #include <dlfcn.h>
 #include <sys/random.h>
+#include <cstddef>
 #include <unistd.h>
 
 #include <algorithm>
@@ -243,59 +244,70 @@ static void reply(const std::string& nonce, const std::string& kind, const std::
 // ------------------------------------------------------------------------------------------------
 // CUDA driver API, loaded at run time
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef void* CUcontext;
-typedef void* CUstream;
-typedef void* CUevent;
-typedef void* CUmodule;
-typedef void* CUfunction;
-typedef unsigned long long CUdeviceptr;
+typedef int DrvResult;
+typedef int DrvDevice;
+typedef void* DrvContext;
+typedef void* DrvStream;
+typedef void* DrvEvent;
+typedef void* DrvModule;
+typedef void* DrvFunction;
+typedef unsigned long long DrvPtr;
 
 struct Memcpy2D {
   size_t srcXInBytes, srcY;
   int srcMemoryType;
   const void* srcHost;
-  CUdeviceptr srcDevice;
+  DrvPtr srcDevice;
   void* srcArray;
   size_t srcPitch;
   size_t dstXInBytes, dstY;
   int dstMemoryType;
   void* dstHost;
-  CUdeviceptr dstDevice;
+  DrvPtr dstDevice;
   void* dstArray;
   size_t dstPitch;
   size_t WidthInBytes, Height;
 };
 
+#if __has_include(<cuda.h>)  // where the toolkit's headers exist (CI, the GPU machine): the layout is checked
+#include <cuda.h>
+#define SAME_FIELD(f) static_assert(offsetof(Memcpy2D, f) == offsetof(CUDA_MEMCPY2D, f), "CUDA_MEMCPY2D layout: " #f)
+static_assert(sizeof(Memcpy2D) == sizeof(CUDA_MEMCPY2D), "CUDA_MEMCPY2D size");
+SAME_FIELD(srcMemoryType); SAME_FIELD(srcHost); SAME_FIELD(srcDevice); SAME_FIELD(srcPitch);
+SAME_FIELD(dstMemoryType); SAME_FIELD(dstHost); SAME_FIELD(dstDevice); SAME_FIELD(dstPitch);
+SAME_FIELD(WidthInBytes); SAME_FIELD(Height);
+static_assert(CU_MEMORYTYPE_HOST == 1 && CU_MEMORYTYPE_DEVICE == 2, "memory types");
+static_assert(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT == 16 && CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE == 38 &&
+              CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR == 39, "device attributes");
+#undef SAME_FIELD
+#endif
+
 struct Driver {
   bool loaded = false;
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuCtxGetCurrent)(CUcontext*);
-  CUresult (*cuCtxGetDevice)(CUdevice*);
-  CUresult (*cuCtxSynchronize)();
-  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
-  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
-  CUresult (*cuMemHostAlloc)(void**, size_t, unsigned);
-  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
-  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             CUstream, void**, void**);
-  CUresult (*cuEventCreate)(CUevent*, unsigned);
-  CUresult (*cuEventRecord)(CUevent, CUstream);
-  CUresult (*cuEventSynchronize)(CUevent);
-  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
-  CUresult (*cuMemcpy2DAsync)(const Memcpy2D*, CUstream);
-  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
-  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
-  CUresult (*cuStreamSynchronize)(CUstream);
-  CUresult (*cuGetErrorString)(CUresult, const char**);
+  DrvResult (*cuInit)(unsigned);
+  DrvResult (*cuCtxGetCurrent)(DrvContext*);
+  DrvResult (*cuCtxGetDevice)(DrvDevice*);
+  DrvResult (*cuCtxSynchronize)();
+  DrvResult (*cuDeviceGetAttribute)(int*, int, DrvDevice);
+  DrvResult (*cuMemAlloc)(DrvPtr*, size_t);
+  DrvResult (*cuModuleLoadData)(DrvModule*, const void*);
+  DrvResult (*cuModuleGetFunction)(DrvFunction*, DrvModule, const char*);
+  DrvResult (*cuLaunchKernel)(DrvFunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             DrvStream, void**, void**);
+  DrvResult (*cuEventCreate)(DrvEvent*, unsigned);
+  DrvResult (*cuEventRecord)(DrvEvent, DrvStream);
+  DrvResult (*cuEventSynchronize)(DrvEvent);
+  DrvResult (*cuEventElapsedTime)(float*, DrvEvent, DrvEvent);
+  DrvResult (*cuMemcpy2DAsync)(const Memcpy2D*, DrvStream);
+  DrvResult (*cuMemcpyDtoHAsync)(void*, DrvPtr, size_t, DrvStream);
+  DrvResult (*cuMemcpyDtoDAsync)(DrvPtr, DrvPtr, size_t, DrvStream);
+  DrvResult (*cuStreamSynchronize)(DrvStream);
+  DrvResult (*cuGetErrorString)(DrvResult, const char**);
 };
 
 static Driver D;
 
-static void ck(CUresult r, const char* what) {
+static void ck(DrvResult r, const char* what) {
   if (r != 0) {
     const char* s = "unknown";
     if (D.cuGetErrorString) D.cuGetErrorString(r, &s);
@@ -388,11 +400,11 @@ WAIT:
 // flushes L2 and then waits on every SM, events, pinned staging memory.
 struct Gpu {
   bool ready = false;
-  CUfunction flush_wait = nullptr;
-  CUdeviceptr flush_buf = 0;
+  DrvFunction flush_wait = nullptr;
+  DrvPtr flush_buf = 0;
   unsigned long long flush_words = 0;
   unsigned blocks = 0, threads = 0;
-  CUevent ev_start = nullptr, ev_end = nullptr;
+  DrvEvent ev_start = nullptr, ev_end = nullptr;
   std::string description;
 };
 static Gpu G;
@@ -417,7 +429,6 @@ static void load_driver() {
   sym(r, D.cuCtxSynchronize, "cuCtxSynchronize");
   sym(r, D.cuDeviceGetAttribute, "cuDeviceGetAttribute");
   sym(r, D.cuMemAlloc, "cuMemAlloc", "cuMemAlloc_v2");
-  sym(r, D.cuMemHostAlloc, "cuMemHostAlloc");
   sym(r, D.cuModuleLoadData, "cuModuleLoadData");
   sym(r, D.cuModuleGetFunction, "cuModuleGetFunction");
   sym(r, D.cuLaunchKernel, "cuLaunchKernel");
@@ -428,7 +439,6 @@ static void load_driver() {
   sym(r, D.cuMemcpy2DAsync, "cuMemcpy2DAsync", "cuMemcpy2DAsync_v2");
   sym(r, D.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2");
   sym(r, D.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", "cuMemcpyDtoDAsync_v2");
-  sym(r, D.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync_v2");
   sym(r, D.cuStreamSynchronize, "cuStreamSynchronize");
   sym(r, D.cuGetErrorString, "cuGetErrorString");
   ck(D.cuInit(0), "cuInit");
@@ -439,16 +449,16 @@ static void load_driver() {
 static void init_gpu(double flush_l2_multiple) {
   if (G.ready) return;
   load_driver();
-  CUcontext ctx = nullptr;
+  DrvContext ctx = nullptr;
   ck(D.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
   if (!ctx) throw std::runtime_error("no current CUDA context (torch.cuda.init() first)");
-  CUdevice dev;
+  DrvDevice dev;
   ck(D.cuCtxGetDevice(&dev), "cuCtxGetDevice");
   int sms = 0, threads_per_sm = 0, l2 = 0;
   ck(D.cuDeviceGetAttribute(&sms, 16, dev), "SM count");
   ck(D.cuDeviceGetAttribute(&threads_per_sm, 39, dev), "threads per SM");
   ck(D.cuDeviceGetAttribute(&l2, 38, dev), "L2 size");
-  CUmodule mod;
+  DrvModule mod;
   ck(D.cuModuleLoadData(&mod, FLUSH_PTX), "load flush kernel");
   ck(D.cuModuleGetFunction(&G.flush_wait, mod, "flush_wait"), "flush kernel");
   G.threads = 1024;
@@ -560,7 +570,7 @@ static Snap describe_output(PyObject* o) {
 static void snapshot(Snap& s) {
   if (!s.problem.empty() || s.span == 0) return;
   s.bytes.resize(s.span);
-  if (s.cuda) ck(D.cuMemcpyDtoHAsync(&s.bytes[0], (CUdeviceptr)s.src, s.span, nullptr), "output snapshot");
+  if (s.cuda) ck(D.cuMemcpyDtoHAsync(&s.bytes[0], (DrvPtr)s.src, s.span, nullptr), "output snapshot");
   else memcpy(&s.bytes[0], s.src, s.span);
 }
 
@@ -646,7 +656,7 @@ static void apply_canary(const CanaryPlan& p, const std::vector<Region>& rs, con
       m.srcHost = p.bytes[i].data();
       m.srcPitch = (size_t)r.width;
       m.dstMemoryType = 2;  // device
-      m.dstDevice = (CUdeviceptr)dst;
+      m.dstDevice = (DrvPtr)dst;
       m.dstPitch = (size_t)r.pitch;
       m.WidthInBytes = (size_t)r.width;
       m.Height = (size_t)r.height;
@@ -885,7 +895,7 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
 static std::string storage_hash(const View& v) {
   std::string host(v.nbytes, '\0');
   if (v.cuda) {
-    ck(D.cuMemcpyDtoHAsync(&host[0], (CUdeviceptr)v.base, v.nbytes, nullptr), "input copy");
+    ck(D.cuMemcpyDtoHAsync(&host[0], (DrvPtr)v.base, v.nbytes, nullptr), "input copy");
     ck(D.cuStreamSynchronize(nullptr), "input copy");
   } else if (v.nbytes) {
     memcpy(&host[0], v.base, v.nbytes);
@@ -924,7 +934,7 @@ static void trial(const std::string& nonce, py::object kernel, py::object make_i
       for (size_t a = 0; a < views.size(); a++) {
         if (!views[a].base) continue;
         if (views[a].nbytes != fresh_views[a].nbytes) throw std::runtime_error("inputs changed size");
-        if (cuda) ck(D.cuMemcpyDtoDAsync((CUdeviceptr)views[a].base, (CUdeviceptr)fresh_views[a].base, views[a].nbytes, nullptr), "refill");
+        if (cuda) ck(D.cuMemcpyDtoDAsync((DrvPtr)views[a].base, (DrvPtr)fresh_views[a].base, views[a].nbytes, nullptr), "refill");
         else memcpy(views[a].base, fresh_views[a].base, views[a].nbytes);
       }
       device_sync(cuda);

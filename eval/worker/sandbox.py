@@ -11,7 +11,10 @@ nothing, the judge's last resort when CUDA does not work inside the sandbox):
                  binds the calling thread and threads it makes later: the submission's Python runs in
                  this thread or in threads it starts; threads the CUDA driver or torch started before
                  are not bound (no Python runs there)
-  seccomp        ptrace, process_vm_readv/writev, pidfd_getfd and kcmp refused (EPERM), every thread
+  seccomp        ptrace, process_vm_readv/writev, pidfd_getfd, kcmp, tkill and pidfd_send_signal
+                 refused (EPERM), and kill/tgkill/rt_*sigqueueinfo aimed at the judge, at -1 or at
+                 another process group; every thread
+  parent death   the worker is killed when the judge dies (it never outlives its judge)
 """
 from __future__ import annotations
 
@@ -27,9 +30,14 @@ SYS = {"x86_64": {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "lan
        "aarch64": {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "landlock_restrict_self": 446,
                    "seccomp": 277, "capset": 91}}
 DENIED = {"x86_64": {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
-                     "kcmp": 312},
+                     "kcmp": 312, "tkill": 200, "pidfd_send_signal": 424},
           "aarch64": {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438,
-                      "kcmp": 272}}
+                      "kcmp": 272, "tkill": 130, "pidfd_send_signal": 424}}
+# signals whose first argument names the target process: refused when it is the judge, -1 (everyone)
+# or a process group other than the worker's own
+SIGNALS = {"x86_64": {"kill": 62, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297},
+           "aarch64": {"kill": 129, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240}}
+PR_SET_PDEATHSIG = 1
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -61,7 +69,11 @@ def apply(writable: list[str], uid: int | None, level: str = "full") -> dict[str
     if os.geteuid() == 0:
         applied["capabilities"] = _drop_capabilities(arch)
     applied["landlock"] = _landlock(arch, writable)
-    applied["seccomp"] = _seccomp(arch)
+    judge = os.getppid()
+    applied["seccomp"] = _seccomp(arch, judge, os.getpid())
+    _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # after the uid change, which clears it
+    if os.getppid() != judge:
+        os._exit(1)  # the judge is already gone
     return applied
 
 
@@ -115,14 +127,25 @@ def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("HBBI", code, jt, jf, k)
 
 
-def _seccomp(arch: str) -> str:
+def _seccomp(arch: str, judge_pid: int, own_pid: int) -> str:
     if arch not in DENIED:
         return f"unavailable (architecture {arch})"
-    ld_abs, jeq, ret = 0x20, 0x15, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_RET|BPF_K
+    ld_abs, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06  # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JSET|K, RET|K
     allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
     prog = [_bpf(ld_abs, 4), _bpf(jeq, AUDIT_ARCH[arch], 1, 0), _bpf(ret, deny), _bpf(ld_abs, 0)]
     for number in DENIED[arch].values():
         prog += [_bpf(jeq, number, 0, 1), _bpf(ret, deny)]
+    target = [  # the low word of the first argument (a pid_t), then: deny, deny, negative?, own group?
+        _bpf(ld_abs, 16),
+        _bpf(jeq, judge_pid, 3, 0),
+        _bpf(jeq, 0xFFFFFFFF, 2, 0),
+        _bpf(jset, 0x80000000, 0, 2),
+        _bpf(jeq, (-own_pid) & 0xFFFFFFFF, 1, 0),
+        _bpf(ret, deny),
+        _bpf(ret, allow),
+    ]
+    for number in SIGNALS[arch].values():
+        prog += [_bpf(jeq, number, 0, len(target)), *target]
     prog.append(_bpf(ret, allow))
     filters = ctypes.create_string_buffer(b"".join(prog))
     fprog = struct.pack("HxxxxxxQ", len(prog), ctypes.addressof(filters))
