@@ -1,6 +1,6 @@
 """Time every launch configuration a submission offers on each case (`python -m eval tune SUB`).
 
-A tunable submission exposes CONFIGS (a list), run_with(data, config) and choose_config(m, k, l).
+A tunable submission exposes CONFIGS (a list) and run_with(data, config); its worker reports the list.
 Each configuration runs in the submission's worker through the same compiled loop as a benchmark
 (L2 flushed, events around the call), and every timed output is judged; a configuration that does
 not fit a shape or gives a wrong result is listed with its reason. Prints every configuration per
@@ -8,7 +8,7 @@ case, the best last.
 """
 from __future__ import annotations
 
-import ast
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -17,26 +17,14 @@ from eval.cases import Case
 from eval.judge import modes
 
 
-def read_configs(sub: Path) -> list:
-    """CONFIGS as the file defines it, read without importing the submission into the judge."""
-    tree = ast.parse(Path(sub).read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "CONFIGS" for t in node.targets):
-            try:
-                return [list(c) if isinstance(c, (list, tuple)) else c for c in ast.literal_eval(node.value)]
-            except ValueError:
-                break
-    raise ValueError(f"{sub} exposes no literal CONFIGS list to tune")
-
-
 def tune(sub: Path, cases: list[Case], options: modes.Options, runs: int = 100) -> tuple[str, bool]:
-    try:
-        configs = read_configs(sub)
-    except (ValueError, SyntaxError) as exc:
-        return f"error: {exc}", False
     runner = modes.Runner(sub, options)
     lines, ok = [], True
     try:
+        try:
+            configs = json.loads(runner.call("configs", {}).header.get("text") or "[]")
+        except (modes.WorkerFailure, ValueError) as exc:
+            return f"error: {getattr(exc, 'reason', exc)}", False
         for case in cases:
             rows = []
             for config in configs:

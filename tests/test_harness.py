@@ -130,3 +130,24 @@ def test_run_measures_floors_when_none_cached(monkeypatch, results_dir):
     calls.clear()
     assert CliRunner().invoke(cli.main, ["run", str(TORCH_REF)]).exit_code == 0
     assert calls == []
+
+
+def test_tune_times_and_judges_every_configuration(tmp_path, results_dir):
+    """tune asks the worker for CONFIGS (never imports the submission here), runs each one through the
+    judged loop, and lists a configuration that does not fit with its reason."""
+    sub = tmp_path / "tunable.py"
+    sub.write_text(
+        "import importlib.util\n"
+        f"_s = importlib.util.spec_from_file_location('_h', {str(TORCH_REF)!r})\n"
+        "_h = importlib.util.module_from_spec(_s)\n_s.loader.exec_module(_h)\n"
+        "CONFIGS = [(1,), (2,), (3,)]\ncustom_kernel = _h.custom_kernel\n"
+        "def run_with(data, config):\n"
+        "    if tuple(config) == (3,):\n        raise RuntimeError('config 3 does not fit')\n"
+        "    if tuple(config) == (2,):\n        return data[-1]  # wrong: the pre-filled c\n"
+        "    return _h.custom_kernel(data)\n")
+    from eval import tune
+
+    text, ok = tune.tune(sub, cases.select_cases("smoke")[:1], modes.Options(log_dir=results_dir / "logs"), runs=3)
+    lines = text.splitlines()
+    assert ok and lines[0] == "== 128x256x1" and lines[-1].strip().startswith("[1]"), text
+    assert "skip: raised RuntimeError: config 3 does not fit" in text and "WRONG" in text and "pre-filled c" in text

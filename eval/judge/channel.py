@@ -32,7 +32,8 @@ from eval.cases import ROOT
 from eval.worker import build
 
 DEFAULT_LOAD_TIMEOUT_S = 900.0  # first import of a submission may compile (load_inline ~70 s, CuTe)
-REPLY_KINDS = {"load": "ready", "trial": "trial", "runs": "runs", "baseline": "runs", "profile": "text"}
+REPLY_KINDS = {"load": "ready", "trial": "trial", "runs": "runs", "baseline": "runs", "profile": "text",
+               "configs": "text"}
 MAX_HEADER = 256 << 20
 MAX_BLOB = 4 << 30
 NOBODY = 65534

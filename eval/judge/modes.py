@@ -15,9 +15,9 @@ from pathlib import Path
 
 import torch
 
-from eval import problem, results
+from eval import problem, results, sol
 from eval.cases import Case
-from eval.judge import static_check, verdict
+from eval.judge import blackwell, static_check, verdict
 from eval.judge.channel import DEFAULT_LOAD_TIMEOUT_S, Reply, WorkerFailure, WorkerProcess  # noqa: F401 (re-exported)
 from eval.records import CaseResult, Environment, RunRecord, Timing
 from eval.stats import calculate_stats, geomean
@@ -148,25 +148,43 @@ def start_record(mode: str, submission: Path | None, runner: Runner, options: Op
     return record
 
 
+def explain_arch_failures(record: RunRecord) -> None:
+    """On a GPU older than the contest's: name the Blackwell-only feature behind a failure (the
+    original message moves to the detail)."""
+    env = record.environment
+    if not env.cuda_available or not record.submission:
+        return
+    try:
+        source = Path(record.submission).read_text(errors="replace")
+    except OSError:
+        return
+    for holder in [record, *record.cases]:
+        message = holder.error
+        reason = blackwell.explain(source, message or "", env.capability, env.gpu) if message else None
+        if reason:
+            holder.error = reason
+            if hasattr(holder, "detail"):
+                holder.detail = f"{message}\n{holder.detail}".strip()
+
+
 def run_each_case(mode: str, submission: Path | None, cases: list[Case], options: Options, call) -> RunRecord:
     """call(runner, case_result) fills in one case; a failing case is recorded with its reason and
     the others still run. `passed` when every case passed."""
     runner = Runner(submission, options)
     try:
         record = start_record(mode, submission, runner, options)
-        if record.error:
-            return record
-        for case in cases:
+        for case in cases if not record.error else []:
             result = new_case(case, options)
             try:
                 call(runner, result)
             except WorkerFailure as failure:
                 result.fail(failure.reason, failure.detail)
             record.cases.append(result)
-        record.passed = bool(record.cases) and all(c.passed for c in record.cases)
-        return record
     finally:
         runner.close()
+    record.passed = not record.error and bool(record.cases) and all(c.passed for c in record.cases)
+    explain_arch_failures(record)
+    return record
 
 
 # -- test: the untimed anti-cheat calls -----------------------------------------------------------
@@ -310,36 +328,39 @@ def run_benchmarks(submission: Path, cases: list[Case], options: Options, leader
     """The leaderboard's benchmark (or leaderboard) mode. Leaderboard mode runs the anti-cheat
     checks on every case first and draws a new input every timed run; it stops at the first failure
     as the leaderboard does."""
-    from eval import sol
-
     runner = Runner(submission, options)
     budget = LEADERBOARD_BUDGET if leaderboard else BENCHMARK_BUDGET
     try:
         record = start_record("leaderboard" if leaderboard else "benchmark", submission, runner, options)
-        if record.error:
-            return record
-        _warm_up(runner, new_case(cases[0], options), options, budget["warmup"])
-        floors = sol.cached_floors(record.environment)
-        for case in cases:
-            result = new_case(case, options)
-            try:
-                if leaderboard:
-                    check_trial(runner, result, options)
-                if result.passed:
-                    result.samples = timed(runner, result, options, budget["case"], leaderboard, HOST_CALLS)
-                    result.stats = calculate_stats(result.samples)
-                    _check_floor(result, floors)
-            except WorkerFailure as failure:
-                result.fail(failure.reason, failure.detail)
-            record.cases.append(result)
-            if leaderboard and not result.passed:
-                break
-        if options.bf16_baseline and record.environment.cuda_available:
-            _add_bf16_baseline(record, options)
-        finish_record(record, len(cases))
-        return record
+        if not record.error:
+            _benchmark_cases(runner, record, cases, options, budget, leaderboard)
     finally:
         runner.close()
+    if not record.error and options.bf16_baseline and record.environment.cuda_available:
+        _add_bf16_baseline(record, options)
+    finish_record(record, len(cases))
+    explain_arch_failures(record)
+    return record
+
+
+def _benchmark_cases(runner: Runner, record: RunRecord, cases: list[Case], options: Options, budget: dict,
+                     leaderboard: bool) -> None:
+    _warm_up(runner, new_case(cases[0], options), options, budget["warmup"])
+    floors = sol.cached_floors(record.environment)
+    for case in cases:
+        result = new_case(case, options)
+        try:
+            if leaderboard:
+                check_trial(runner, result, options)
+            if result.passed:
+                result.samples = timed(runner, result, options, budget["case"], leaderboard, HOST_CALLS)
+                result.stats = calculate_stats(result.samples)
+                _check_floor(result, floors)
+        except WorkerFailure as failure:
+            result.fail(failure.reason, failure.detail)
+        record.cases.append(result)
+        if leaderboard and not result.passed:
+            break
 
 
 def _check_floor(result: CaseResult, floors: dict) -> None:

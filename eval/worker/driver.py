@@ -137,6 +137,14 @@ class Worker:
         launch, data = baselines.make(request["baseline"])
         self.native.runs(nonce, lambda _: launch(), lambda seed: data, request["params"])
 
+    def op_configs(self, nonce: str, request: dict) -> None:
+        """The launch configurations a tunable submission offers (informational: each one is then run
+        and judged like any other run)."""
+        configs = getattr(self.module, "CONFIGS", None)
+        if not configs or not callable(getattr(self.module, "run_with", None)):
+            raise SubmissionLoadError("the submission exposes no CONFIGS and run_with(data, config) to tune")
+        self.native.reply(nonce, "text", json.dumps([list(c) if isinstance(c, (list, tuple)) else c for c in configs]))
+
     def op_profile(self, nonce: str, request: dict) -> None:
         from eval.worker import profiling
 

@@ -1,0 +1,59 @@
+"""Why a submission written for the contest GPU (B200, sm_100) fails on an older one, in one line a
+contestant can act on. Judge side; reads the source only.
+
+Used after a failure on a GPU below compute capability 10: when the failure looks like a missing
+architecture feature (a build or PTX error, no kernel image, cuBLAS or the DSL refusing) and the
+source uses a Blackwell-only feature, the reason names the feature, its line, and the way out. A
+kernel that keeps a path for older GPUs (as submission/v5.py does behind __CUDA_ARCH__ >= 1000) runs
+and is never explained this way: only failures are.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+# (what, pattern over the source, what it needs); first match in this order wins
+FEATURES = (
+    ("the FP4 conversion cvt.*.e2m1x2", r"cvt\.[a-z0-9.]*e2m1x2", "sm_100a"),
+    ("CuTe DSL Blackwell atoms (cute.nvgpu.tcgen05, SM100 MMA)", r"nvgpu\.tcgen05|\bSM100\w*|MmaF16BF16Op|Sm100", "sm_100a"),
+    ("tcgen05 / TMEM / UMMA instructions", r"\btcgen05\b|\btcgen05\.|\bTMEM\b|\bUMMA\b|\btmem_", "sm_100a"),
+    ("256-bit loads (.v8)", r"\bld\.[A-Za-z0-9_.:]*\.v8\.[a-z0-9]+", "sm_100"),
+    ("torch._scaled_mm on FP4 operands", r"_scaled_mm\b(?=[\s\S]*float4_e2m1fn_x2)|float4_e2m1fn_x2(?=[\s\S]*_scaled_mm\b)",
+     "sm_100 (cuBLAS has no FP4 GEMM below it)"),
+    ("an sm_100a / sm_103a build target", r"\b(?:sm|compute)_10[03]a?\b|arch=compute_10[03]", "sm_100a"),
+)
+ARCH_FAILURE = re.compile(
+    r"no kernel image|CUBLAS_STATUS_NOT_SUPPORTED|NVVM|CompilerDiagnosticError|Error building extension|"
+    r"not supported on \.target|requires \.target|ptxas|illegal instruction|Unsupported gpu architecture|"
+    r"unsupported|cvt|e2m1|sm_10", re.I)
+
+
+@dataclasses.dataclass(frozen=True)
+class Feature:
+    what: str
+    line: int
+    needs: str
+
+
+def find(source: str) -> Feature | None:
+    """The first Blackwell-only feature the source uses, with its line."""
+    for what, pattern, needs in FEATURES:
+        match = re.search(pattern, source)
+        if match:
+            return Feature(what, source.count("\n", 0, match.start()) + 1, needs)
+    return None
+
+
+def explain(source: str, failure: str, capability: str | None, gpu: str) -> str | None:
+    """The one-line reason, or None when this failure is not a missing-Blackwell one."""
+    if not capability or float(capability) >= 10.0 or not ARCH_FAILURE.search(failure or ""):
+        return None
+    if failure.startswith(("timed run", "mismatch found", "output ", "returned the pre-filled", "modified its input")):
+        return None  # it ran: a wrong result is not an architecture problem
+    feature = find(source)
+    if feature is None:
+        return None
+    arch = "sm_" + capability.replace(".", "")
+    return (f"uses {feature.what} (line {feature.line}), which needs {feature.needs}; this GPU is {arch} ({gpu}): "
+            "run it on a B200, or keep a path for this GPU (guard the sm_100 code with __CUDA_ARCH__ >= 1000, "
+            "as submission/v5.py does)")

@@ -1,0 +1,66 @@
+"""A B200-only submission failing on an older GPU gets one line naming the feature and the way out;
+kernels that keep a path for older GPUs, and failures that are not about the architecture, keep
+their own reason."""
+import pytest
+
+from eval.judge import blackwell
+from tests.conftest import ROOT
+
+CVT_SOURCE = '''
+from torch.utils.cpp_extension import load_inline
+cuda = r"""
+__device__ half2 fp4x2(uint8_t q) {
+  uint32_t out;
+  asm("{ .reg .b8 q; mov.b16 {q, _}, %1; cvt.rn.f16x2.e2m1x2 %0, q; }" : "=r"(out) : "h"((uint16_t)q));
+  return *reinterpret_cast<half2*>(&out);
+}
+"""
+mod = load_inline("gemv", cpp_sources="", cuda_sources=cuda,
+                  extra_cuda_cflags=["-gencode=arch=compute_100a,code=sm_100a"])
+'''
+V8_SOURCE = 'asm volatile("ld.global.nc.L1::no_allocate.v8.b32 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8];" : ...);'
+TCGEN05_SOURCE = 'asm volatile("tcgen05.mma.cta.kind::mxf4nvf4.block_scale [%0], %1, %2, %3;" :: ...);'
+SCALED_MM_SOURCE = '''
+import torch
+def custom_kernel(data):
+    a, b, sfa, sfb, sfa_perm, sfb_perm, c = data
+    for i in range(c.shape[2]):
+        res = torch._scaled_mm(a[:, :, i], b[:, :, i].transpose(0, 1), sfa_perm[..., i], sfb_perm[..., i],
+                               out_dtype=torch.float16)
+        c[:, 0, i] = res[:, 0]
+    return c
+# a and b arrive as torch.float4_e2m1fn_x2
+'''
+CUTE_SOURCE = "import cutlass.cute as cute\nmma = cute.nvgpu.tcgen05.MmaMXF4NVF4Op(...)\n"
+
+
+@pytest.mark.parametrize("source,failure,what,line", [
+    (CVT_SOURCE, "CUDA error: no kernel image is available for execution on the device", "e2m1x2", 6),
+    (V8_SOURCE, "raised RuntimeError: Error building extension 'gemv': ptxas error: Feature '.v8' requires .target sm_100",
+     "256-bit loads", 1),
+    (TCGEN05_SOURCE, "raised RuntimeError: Error building extension 'x'", "tcgen05", 1),
+    (SCALED_MM_SOURCE, "raised RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling cublasLtMatmul",
+     "_scaled_mm", 6),
+    (CUTE_SOURCE, "raised CompilerDiagnosticError: error: NVVM backend compilation failed", "CuTe DSL", 2),
+])
+def test_blackwell_feature_named_with_the_way_out(source, failure, what, line):
+    reason = blackwell.explain(source, failure, "9.0", "NVIDIA H100 80GB HBM3")
+    assert reason and what in reason and f"(line {line})" in reason, reason
+    assert "this GPU is sm_90 (NVIDIA H100 80GB HBM3)" in reason and "run it on a B200" in reason
+
+
+def test_no_explanation_on_blackwell_or_for_wrong_results():
+    failure = "CUDA error: no kernel image is available for execution on the device"
+    assert blackwell.explain(CVT_SOURCE, failure, "10.0", "NVIDIA B200") is None
+    assert blackwell.explain(CVT_SOURCE, "mismatch found! ...", "9.0", "H100") is None
+    assert blackwell.explain(CVT_SOURCE, "timed run 3: mismatch found! ...", "9.0", "H100") is None
+    assert blackwell.explain("def custom_kernel(d): ...", failure, "9.0", "H100") is None
+
+
+@pytest.mark.parametrize("name", ["v5", "v4", "torch_ref", "triton_ref"])
+def test_our_submissions_are_only_explained_when_they_fail_for_the_architecture(name):
+    """v5 and v4 carry the Blackwell path behind an architecture check: found in the source, but a
+    wrong result or a crash of their own is never turned into a Blackwell reason."""
+    source = (ROOT / "submission" / f"{name}.py").read_text()
+    assert blackwell.explain(source, "mismatch found! custom implementation doesn't match", "9.0", "H100") is None
+    assert blackwell.explain(source, "crashed: worker killed by SIGSEGV (segfault)", "9.0", "H100") is None
