@@ -98,3 +98,21 @@ def test_flush_kernel_ptx_assembles_for_hopper_and_blackwell(tmp_path):
         out = subprocess.run([ptxas, f"-arch={arch}", str(tmp_path / "flush.ptx"), "-o", str(tmp_path / f"{arch}.cubin")],
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
+
+
+def test_a_reply_that_contradicts_its_canary_seed_fails_the_case():
+    """The judge re-derives the canary positions from the signed seed; positions that do not follow
+    (a forged or corrupted reply) are a failure with a reason, never a crash."""
+    import pytest
+
+    from eval import problem
+    from eval.judge import verdict
+    from reference import generate_input
+
+    args = {"m": 128, "k": 256, "l": 1, "seed": 5}
+    regions = problem.canary_regions(args)
+    good = [start for start, _ in verdict.canary_plan(regions, 77)]
+    data = verdict.with_canary(generate_input(**args), regions, {"seed": "77", "starts": good})
+    assert len(data) == 7
+    with pytest.raises(channel.WorkerFailure, match="reply failed authentication"):
+        verdict.with_canary(generate_input(**args), regions, {"seed": "77", "starts": [good[0], good[1] + 16]})

@@ -14,6 +14,7 @@ import torch
 
 import reference
 from eval import problem
+from eval.judge.channel import WorkerFailure
 
 NOT_COMPLETE = ("output was not complete on the current stream when custom_kernel returned "
                 "(work left on another stream? synchronize it with the current stream before returning)")
@@ -24,8 +25,9 @@ DTYPES = {"Half": torch.float16, "Float": torch.float32, "BFloat16": torch.bfloa
 MASK64 = (1 << 64) - 1
 
 
-class Tampered(Exception):
-    """The reply contradicts itself (e.g. canary positions that its seed does not give)."""
+class Tampered(WorkerFailure):
+    """The reply contradicts itself (e.g. canary positions that its seed does not give): the case
+    fails with this reason wherever it is judged."""
 
 
 def device() -> str:
