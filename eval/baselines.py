@@ -60,9 +60,8 @@ def bf16_for_cases(results: list, options: modes.Options) -> None:
             if not result.passed:
                 continue
             try:
-                args = {k: v for k, v in result.args.items()}
-                samples = _time(runner, {"kind": "bf16", "args": args}, options, BF16_RUNS)
-                m, k, l = (args[x] for x in ("m", "k", "l"))
+                samples = _time(runner, {"kind": "bf16", "args": result.args}, options, BF16_RUNS)
+                m, k, l = (result.args[x] for x in ("m", "k", "l"))
                 result.bf16 = {"median_ns": statistics.median(samples), "mean_ns": statistics.fmean(samples),
                                "bytes": (m * k + k + m) * l * 2}
             except modes.WorkerFailure as failure:

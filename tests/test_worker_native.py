@@ -112,7 +112,7 @@ def test_a_reply_that_contradicts_its_canary_seed_fails_the_case():
     args = {"m": 128, "k": 256, "l": 1, "seed": 5}
     regions = problem.canary_regions(args)
     good = [start for start, _ in verdict.canary_plan(regions, 77)]
-    data = verdict.with_canary(generate_input(**args), regions, {"seed": "77", "starts": good})
+    data = verdict.apply_canary(generate_input(**args), regions, {"seed": "77", "starts": good})
     assert len(data) == 7
     with pytest.raises(channel.WorkerFailure, match="reply failed authentication"):
-        verdict.with_canary(generate_input(**args), regions, {"seed": "77", "starts": [good[0], good[1] + 16]})
+        verdict.apply_canary(generate_input(**args), regions, {"seed": "77", "starts": [good[0], good[1] + 16]})

@@ -221,8 +221,8 @@ def check_trial(runner: Runner, result: CaseResult, options: Options) -> None:
     params = {"cuda": torch.cuda.is_available(), "flush_l2_multiple": FLUSH_L2_MULTIPLE, "steps": steps}
     reply = runner.call("trial", {"args": result.args, "params": params})
     for i, (step, done) in enumerate(zip(steps, reply.header.get("steps", []))):
-        data = verdict.with_canary(verdict.generate(result.args, step["seed"], step["overrides"]), step["canary"],
-                                   done["canary"])
+        data = verdict.apply_canary(verdict.generate(result.args, step["seed"], step["overrides"]), step["canary"],
+                                    done["canary"])
         reason = verdict.judge_output(data, done["out"], reply.blob, done.get("synced"))
         if reason is None and i == 0:
             reason = _modified_input(data, done.get("hashes", {}))
@@ -272,13 +272,14 @@ class Inputs:
     """The judge's copy of each input the worker holds, keyed by seed, with the canaries of every
     run so far written in order (as they are in the worker's buffers)."""
 
-    def __init__(self, args: dict):
+    def __init__(self, args: dict, held: int):
         self.args = args
+        self.held = held  # inputs the worker holds at once (the batch); fresh seeds replace them
         self.state: dict[int, tuple] = {}
 
     def after_canary(self, seed: int, regions: list, canary: dict) -> tuple:
         if seed not in self.state:
-            if len(self.state) >= 64:  # fresh seeds every run (leaderboard mode): keep memory bounded
+            if len(self.state) >= self.held:  # a fresh seed: the worker dropped the oldest input too
                 self.state.pop(next(iter(self.state)))
             self.state[seed] = verdict.generate(self.args, seed)
         return verdict.apply_canary(self.state[seed], regions, canary)
@@ -287,7 +288,7 @@ class Inputs:
 def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
     """(samples in ns, the first wrong output's reason or None). Every call of every run is checked."""
     regions = reply.header["params"]["canary"]
-    inputs = Inputs(args)
+    inputs = Inputs(args, held=int(reply.header["params"]["batch"]))
     samples = []
     last = None
     for i, run in enumerate(reply.header.get("runs", [])):

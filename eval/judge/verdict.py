@@ -67,22 +67,9 @@ def storage_bytes(t: torch.Tensor) -> torch.Tensor:
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
 
 
-def exact_copy(t):
-    """A tensor with its own copy of t's storage, same offset, sizes and strides."""
-    if not isinstance(t, torch.Tensor):
-        return t
-    return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage().clone(), t.storage_offset(),
-                                                               t.size(), t.stride())
-
-
-def with_canary(pristine: tuple, regions: list, canary: dict) -> tuple:
-    """A copy of the inputs with one run's canary bytes written where the worker wrote them."""
-    return apply_canary(tuple(exact_copy(t) for t in pristine), regions, canary)
-
-
 def apply_canary(data: tuple, regions: list, canary: dict) -> tuple:
-    """Write a run's canary bytes into data (in place; the worker's inputs keep them too, so runs
-    on the same inputs accumulate them in order)."""
+    """Write a run's canary bytes into data, in place, where the worker wrote them (the worker's
+    inputs keep them too, so runs on the same inputs accumulate them in order)."""
     plan = canary_plan(regions, int(canary["seed"]))
     if [start for start, _ in plan] != [int(s) for s in canary.get("starts", [])]:
         raise Tampered("reply failed authentication: canary positions do not follow from its seed")

@@ -711,33 +711,44 @@ static py::object call_kernel(py::handle kernel, py::handle data) {
 
 struct Outcome {
   Snap now, synced;
-  double ns = 0;
 };
 
-// sync, [flush + wait], canary, start, call, end, snapshot on the stream, sync, synced snapshot
-static Outcome timed_call(py::handle kernel, py::handle data, const std::vector<View>& views,
-                          const std::vector<Region>& rs, CanaryPlan& plan, bool cuda, bool flush, double wait_ns,
-                          bool snap) {
-  Outcome out;
+struct Timed {
+  std::vector<Outcome> outs;  // one per input, in order
+  double ns = 0;              // between the events, all calls together
+};
+
+// sync, [flush + wait], canaries, start, every call, end, snapshots on the stream, sync, synced snapshots.
+// One input: the leaderboard's per-call run; several: its batched run (one pair of events).
+static Timed timed_calls(py::handle kernel, const std::vector<py::object>& inputs,
+                         const std::vector<std::vector<View>>& views, const std::vector<Region>& rs,
+                         const std::vector<CanaryPlan>& plans, bool cuda, bool flush, double wait_ns, bool snap) {
+  Timed t;
   Clock clock{cuda};
   device_sync(cuda);
   if (cuda && flush) flush_and_wait(wait_ns);
-  apply_canary(plan, rs, views);
+  for (size_t i = 0; i < inputs.size(); i++) apply_canary(plans[i], rs, views[i]);
+  std::vector<py::object> results;
   clock.start();
-  py::object result = call_kernel(kernel, data);
+  for (const auto& data : inputs) results.push_back(call_kernel(kernel, data));
   clock.end();
-  if (snap) {
-    out.now = describe_output(result.ptr());
-    snapshot(out.now);
-  }
-  out.ns = clock.elapsed_ns();
+  t.outs.resize(results.size());
+  if (snap)
+    for (size_t i = 0; i < results.size(); i++) {
+      t.outs[i].now = describe_output(results[i].ptr());
+      snapshot(t.outs[i].now);
+    }
+  t.ns = clock.elapsed_ns();
   device_sync(cuda);
-  if (snap && out.now.problem.empty()) {
-    out.synced = describe_output(result.ptr());
-    snapshot(out.synced);
+  if (snap) {
+    for (size_t i = 0; i < results.size(); i++)
+      if (t.outs[i].now.problem.empty()) {
+        t.outs[i].synced = describe_output(results[i].ptr());
+        snapshot(t.outs[i].synced);
+      }
     if (cuda) ck(D.cuStreamSynchronize(nullptr), "snapshot");
   }
-  return out;
+  return t;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -813,28 +824,9 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
     }
     std::vector<CanaryPlan> plans;
     for (auto& v : views) plans.push_back(plan_canary(rs, v));
-    std::vector<Outcome> outs;
-    double ns;
-    if (batch == 1) {
-      outs.push_back(timed_call(kernel, inputs[0], views[0], rs, plans[0], cuda, flush, wait_ns, check));
-      ns = outs[0].ns;
-    } else {  // batched: canaries on every input, one pair of events around all the calls
-      Clock clock{cuda};
-      device_sync(cuda);
-      if (cuda && flush) flush_and_wait(wait_ns);
-      for (size_t i = 0; i < inputs.size(); i++) apply_canary(plans[i], rs, views[i]);
-      std::vector<py::object> results;
-      clock.start();
-      for (auto& d : inputs) results.push_back(call_kernel(kernel, d));
-      clock.end();
-      for (auto& r : results) {
-        Outcome o;
-        if (check) { o.now = describe_output(r.ptr()); snapshot(o.now); }
-        outs.push_back(std::move(o));
-      }
-      ns = clock.elapsed_ns() / (double)batch;
-      device_sync(cuda);
-    }
+    Timed timed = timed_calls(kernel, inputs, views, rs, plans, cuda, flush, wait_ns, check);
+    const std::vector<Outcome>& outs = timed.outs;
+    double ns = timed.ns / (double)inputs.size();
     samples.push_back(ns);
     runs_json << (done ? "," : "") << "{\"ns\":" << ns << ",\"calls\":[";
     for (size_t i = 0; i < outs.size(); i++) {
@@ -842,7 +834,7 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
       if (check) {
         runs_json << ",\"out\":" << snap_json(outs[i].now, blob.size());
         blob += outs[i].now.bytes;
-        if (batch == 1 && outs[i].now.problem.empty() && outs[i].synced.bytes != outs[i].now.bytes) {
+        if (outs[i].now.problem.empty() && outs[i].synced.bytes != outs[i].now.bytes) {
           runs_json << ",\"synced\":" << snap_json(outs[i].synced, blob.size());
           blob += outs[i].synced.bytes;
         }
@@ -942,8 +934,9 @@ static void trial(const std::string& nonce, py::object kernel, py::object make_i
       data = fresh;
       views = fresh_views;
     }
-    CanaryPlan plan = plan_canary(rs, views);
-    Outcome o = timed_call(kernel, data, views, rs, plan, cuda, false, 0, true);
+    std::vector<CanaryPlan> plans{plan_canary(rs, views)};
+    const CanaryPlan& plan = plans[0];
+    Outcome o = timed_calls(kernel, {data}, {views}, rs, plans, cuda, false, 0, true).outs[0];
     echo << (i ? "," : "") << "{\"seed\":" << seed << ",\"reuse\":" << (reuse ? "true" : "false")
          << ",\"hash_args\":" << json_list(hash_args) << ",\"canary\":" << regions_json(rs) << "}";
     sj << (i ? "," : "") << "{\"canary\":" << canary_json(plan) << ",\"out\":" << snap_json(o.now, blob.size());
