@@ -151,3 +151,15 @@ def test_tune_times_and_judges_every_configuration(tmp_path, results_dir):
     lines = text.splitlines()
     assert ok and lines[0] == "== 128x256x1" and lines[-1].strip().startswith("[1]"), text
     assert "skip: raised RuntimeError: config 3 does not fit" in text and "WRONG" in text and "pre-filled c" in text
+
+
+def test_batched_timing_judges_every_output(results_dir):
+    """--timing batched: an honest kernel passes (the host-cost calls are checked against the first
+    input, which they use); a kernel that caches by pointer is caught in the timed runs."""
+    options = modes.Options(log_dir=results_dir / "logs", wall_cap_s=2, method="batched", batch=3,
+                            bf16_baseline=False)
+    smoke = cases.select_cases("smoke")[:1]
+    honest = modes.run_benchmarks(TORCH_REF, smoke, options)
+    assert honest.passed, honest.error or [c.error for c in honest.cases]
+    cheat = modes.run_benchmarks(ROOT / "tests" / "adversarial" / "cache_by_pointer.py", smoke, options)
+    assert not cheat.passed and cheat.cases[0].error.startswith("timed run")

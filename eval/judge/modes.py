@@ -293,14 +293,15 @@ def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
     last = None
     for i, run in enumerate(reply.header.get("runs", [])):
         samples.append(float(run["ns"]))
-        for call in run["calls"]:
+        for j, call in enumerate(run["calls"]):
             data = inputs.after_canary(int(call["seed"]), regions, call["canary"])
             if "out" not in call:
                 continue  # unchecked harness kernels (floors, BF16)
             reason = verdict.judge_output(data, call["out"], reply.blob, call.get("synced"))
             if reason:
                 return samples, f"timed run {i + 1}: {reason}"
-            last = data
+            if j == 0:
+                last = data  # the host-cost calls run on the first input, as it is after the last run
     if reply.header.get("host_out") is not None and last is not None:
         reason = verdict.judge_output(last, reply.header["host_out"], reply.blob)
         if reason:
