@@ -113,9 +113,11 @@ def test(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow
     sys.exit(0 if record.passed else EXIT_FAIL)
 
 
-def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, leaderboard: bool):
+def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, leaderboard: bool,
+               runner=None):
     options = make_options(method, batch, gap_us, timeout, dist, allow_narrow)
-    record = modes.run_benchmarks(sub, case_files.select_cases(case_set), options, leaderboard=leaderboard)
+    record = modes.run_benchmarks(sub, case_files.select_cases(case_set), options, leaderboard=leaderboard,
+                                  runner=runner)
     sol.annotate(record)
     save(record)
     emit(record, fmt, output)
@@ -151,13 +153,14 @@ def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_
     sub = sub or best_runnable()
     click.echo(f"submission: {sub}", err=True)
     options = make_options(method, batch, gap_us, timeout, dist, allow_narrow)
-    tested = modes.run_tests(sub, case_files.select_cases("tests"), options)
-    emit(tested, fmt, None)
-    if not tested.passed:
-        sys.exit(EXIT_FAIL)
-    ensure_floors(tested.environment, case_files.select_cases(case_set), options)
-    record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow,
-                        leaderboard=False)
+    with modes.runner_for(sub, options, None) as runner:  # one worker tests and benchmarks
+        tested = modes.run_tests(sub, case_files.select_cases("tests"), options, runner)
+        emit(tested, fmt, None)
+        if not tested.passed:
+            sys.exit(EXIT_FAIL)
+        ensure_floors(tested.environment, case_files.select_cases(case_set), options)
+        record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow,
+                            leaderboard=False, runner=runner)
     sys.exit(0 if record.passed else EXIT_FAIL)
 
 

@@ -116,3 +116,30 @@ def test_a_reply_that_contradicts_its_canary_seed_fails_the_case():
     assert len(data) == 7
     with pytest.raises(channel.WorkerFailure, match="reply failed authentication"):
         verdict.apply_canary(generate_input(**args), regions, {"seed": "77", "starts": [good[0], good[1] + 16]})
+
+
+def test_native_part_formats_without_iostreams():
+    """Where the toolchain links libstdc++ statically into the extension (the GPU machine's does),
+    its std::locale and torch's disagree on facet ids and formatting a number through an ostream
+    crashes the worker (seen on the H100). native.cpp builds its text with snprintf only."""
+    import re
+
+    code = re.sub(r"//[^\n]*", "", build.SOURCE.read_text())  # comments may name what is avoided
+    for banned in ("<sstream>", "<iostream>", "<ostream>", "ostringstream", "std::cout", "std::cerr"):
+        assert banned not in code, f"native.cpp uses {banned}"
+
+
+def test_sandbox_level_chosen_by_the_user(monkeypatch, tmp_path):
+    """NVFP4_GEMV_SANDBOX picks where the judge starts (full, no-uid, none); anything else is one
+    line naming the choices, before a worker is started."""
+    import pytest
+
+    monkeypatch.setenv("NVFP4_GEMV_SANDBOX", "bogus")
+    with pytest.raises(channel.WorkerFailure, match="NVFP4_GEMV_SANDBOX=bogus is not one of full, no-uid, none"):
+        channel.WorkerProcess(None, tmp_path / "w.log").start(60)
+    monkeypatch.setenv("NVFP4_GEMV_SANDBOX", "none")
+    worker = channel.WorkerProcess(None, tmp_path / "w.log")
+    try:
+        assert "NVFP4_GEMV_SANDBOX=none" in worker.start(120)["sandbox"]["sandbox"]
+    finally:
+        worker.close()

@@ -159,7 +159,10 @@ class WorkerProcess:
         sandbox (the report names what was left out)."""
         import torch
 
-        levels = SANDBOX_LEVELS[SANDBOX_LEVELS.index(_LEVEL[0]):] if _LEVEL else SANDBOX_LEVELS
+        first = os.environ.get("NVFP4_GEMV_SANDBOX") or (_LEVEL[0] if _LEVEL else "full")  # the user's choice first
+        if first not in SANDBOX_LEVELS:
+            raise WorkerFailure(f"NVFP4_GEMV_SANDBOX={first} is not one of {', '.join(SANDBOX_LEVELS)}")
+        levels = SANDBOX_LEVELS[SANDBOX_LEVELS.index(first):]
         for level in levels:
             info = self._start(load_timeout, level)
             if info.get("cuda") or not torch.cuda.is_available():

@@ -8,6 +8,7 @@ stops the record from being produced; the worker is restarted after any failure.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import platform
 import secrets
@@ -167,11 +168,25 @@ def explain_arch_failures(record: RunRecord) -> None:
                 holder.detail = f"{message}\n{holder.detail}".strip()
 
 
-def run_each_case(mode: str, submission: Path | None, cases: list[Case], options: Options, call) -> RunRecord:
+@contextlib.contextmanager
+def runner_for(submission: Path | None, options: Options, runner: Runner | None):
+    """The given runner (the caller closes it: `make eval` tests and benchmarks in one worker), or
+    a new one closed on exit."""
+    if runner is not None:
+        yield runner
+        return
+    own = Runner(submission, options)
+    try:
+        yield own
+    finally:
+        own.close()
+
+
+def run_each_case(mode: str, submission: Path | None, cases: list[Case], options: Options, call,
+                  runner: Runner | None = None) -> RunRecord:
     """call(runner, case_result) fills in one case; a failing case is recorded with its reason and
     the others still run. `passed` when every case passed."""
-    runner = Runner(submission, options)
-    try:
+    with runner_for(submission, options, runner) as runner:
         record = start_record(mode, submission, runner, options)
         for case in cases if not record.error else []:
             result = new_case(case, options)
@@ -180,8 +195,6 @@ def run_each_case(mode: str, submission: Path | None, cases: list[Case], options
             except WorkerFailure as failure:
                 result.fail(failure.reason, failure.detail)
             record.cases.append(result)
-    finally:
-        runner.close()
     record.passed = not record.error and bool(record.cases) and all(c.passed for c in record.cases)
     explain_arch_failures(record)
     return record
@@ -248,9 +261,9 @@ def _modified_input(data: tuple, hashes: dict) -> str | None:
     return None
 
 
-def run_tests(submission: Path, cases: list[Case], options: Options) -> RunRecord:
+def run_tests(submission: Path, cases: list[Case], options: Options, runner: Runner | None = None) -> RunRecord:
     return run_each_case("test", submission, cases, options,
-                         lambda runner, result: check_trial(runner, result, options))
+                         lambda runner, result: check_trial(runner, result, options), runner)
 
 
 # -- timed runs -----------------------------------------------------------------------------------
@@ -326,18 +339,16 @@ def timed(runner: Runner, result: CaseResult, options: Options, budget: tuple, f
     return samples
 
 
-def run_benchmarks(submission: Path, cases: list[Case], options: Options, leaderboard: bool = False) -> RunRecord:
+def run_benchmarks(submission: Path, cases: list[Case], options: Options, leaderboard: bool = False,
+                   runner: Runner | None = None) -> RunRecord:
     """The leaderboard's benchmark (or leaderboard) mode. Leaderboard mode runs the anti-cheat
     checks on every case first and draws a new input every timed run; it stops at the first failure
     as the leaderboard does."""
-    runner = Runner(submission, options)
     budget = LEADERBOARD_BUDGET if leaderboard else BENCHMARK_BUDGET
-    try:
+    with runner_for(submission, options, runner) as runner:
         record = start_record("leaderboard" if leaderboard else "benchmark", submission, runner, options)
         if not record.error:
             _benchmark_cases(runner, record, cases, options, budget, leaderboard)
-    finally:
-        runner.close()
     if not record.error and options.bf16_baseline and record.environment.cuda_available:
         _add_bf16_baseline(record, options)
     finish_record(record, len(cases))

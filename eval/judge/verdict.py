@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+import numpy as np
 import torch
 
 import reference
@@ -40,25 +41,27 @@ def generate(args: dict, seed: int, overrides: dict | None = None) -> tuple:
 
 # -- canaries -------------------------------------------------------------------------------------
 
-def _splitmix(seed: int):
-    state = seed & MASK64
-    while True:
-        state = (state + 0x9E3779B97F4A7C15) & MASK64
-        z = state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-        yield z ^ (z >> 31)
+def _splitmix(state: int, count: int) -> tuple[np.ndarray, int]:
+    """The next `count` splitmix64 outputs after `state` (as native.cpp's SplitMix), and the new
+    state. Output i only depends on state + (i+1)*gamma, so it vectorises (uint64 arithmetic wraps)."""
+    steps = np.arange(1, count + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = np.uint64(state) + steps * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31)), (state + count * 0x9E3779B97F4A7C15) & MASK64
 
 
 def canary_plan(regions: list, seed: int) -> list[tuple[int, bytes]]:
     """(start byte, bytes) per region, as native.cpp's plan_canary draws them."""
-    gen = _splitmix(seed)
+    state = seed & MASK64
     plan = []
     for arg, offset, pitch, width, height, jitter, mask in regions:
-        start = offset + (next(gen) % (jitter // width + 1)) * width
         n = width * height
-        raw = b"".join(next(gen).to_bytes(8, "little") for _ in range((n + 7) // 8))[:n]
-        plan.append((start, bytes(b & mask for b in raw)))
+        draws, state = _splitmix(state, 1 + (n + 7) // 8)
+        start = offset + int(draws[0] % np.uint64(jitter // width + 1)) * width
+        raw = draws[1:].astype("<u8").view(np.uint8)[:n] & np.uint8(mask)
+        plan.append((start, raw.tobytes()))
     return plan
 
 

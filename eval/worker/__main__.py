@@ -5,9 +5,11 @@ process still has the rights the driver needs (it may create /dev/nvidia-uvm thr
 nvidia-modprobe, which no_new_privs and an unprivileged uid forbid); then the sandbox goes on; only
 then is anything of the submission's imported. LEVEL is how much sandbox the judge asks for.
 """
+import faulthandler
 import sys
 
 if __name__ == "__main__":
+    faulthandler.enable()  # a crash leaves its Python stack in the worker log
     request_fd, reply_fd, key_fd = (int(x) for x in sys.argv[1:4])
     native_so, level, uid, writable = sys.argv[4], sys.argv[5], int(sys.argv[6]), sys.argv[7:]
     import torch  # trusted; before the sandbox, as is CUDA's start

@@ -13,6 +13,8 @@
 #include <torch/extension.h>
 
 #include <dlfcn.h>
+#include <execinfo.h>
+#include <signal.h>
 #include <sys/random.h>
 #include <cstddef>
 #include <unistd.h>
@@ -23,7 +25,6 @@
 #include <cstdint>
 #include <cstring>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -136,11 +137,41 @@ struct SplitMix {
 };
 
 // ------------------------------------------------------------------------------------------------
+// Text building without iostreams: where the toolchain links libstdc++ statically (seen on the GPU
+// machine), this library's std::locale and torch's disagree on facet ids and formatting a number
+// through an ostream crashes. snprintf has no locale facets; doubles keep all 17 digits.
+
+struct Text {
+  std::string s;
+  Text& operator<<(const std::string& v) { s += v; return *this; }
+  Text& operator<<(const char* v) { s += v; return *this; }
+  Text& operator<<(char v) { s += v; return *this; }
+  Text& operator<<(double v) { return put("%.17g", v); }
+  Text& operator<<(float v) { return put("%.9g", (double)v); }
+  Text& operator<<(int v) { return put("%d", v); }
+  Text& operator<<(unsigned v) { return put("%u", v); }
+  Text& operator<<(long v) { return put("%ld", v); }
+  Text& operator<<(unsigned long v) { return put("%lu", v); }
+  Text& operator<<(long long v) { return put("%lld", v); }
+  Text& operator<<(unsigned long long v) { return put("%llu", v); }
+  Text& operator<<(bool) = delete;  // write "true"/"false" explicitly
+  const std::string& str() const { return s; }
+
+ private:
+  template <typename T>
+  Text& put(const char* format, T v) {
+    char b[40];
+    int n = snprintf(b, sizeof b, format, v);
+    s.append(b, n > 0 ? (size_t)n : 0);
+    return *this;
+  }
+};
+
+// ------------------------------------------------------------------------------------------------
 // Minimal JSON writer for the reply header
 
 struct Json {
-  std::ostringstream o;
-  Json() { o.precision(17); }
+  Text o;
   static std::string esc(const std::string& s) {
     std::string r = "\"";
     for (unsigned char ch : s) {
@@ -154,8 +185,7 @@ struct Json {
 
 template <typename T>
 static std::string json_list(const std::vector<T>& v) {
-  std::ostringstream o;
-  o.precision(17);
+  Text o;
   o << "[";
   for (size_t i = 0; i < v.size(); i++) o << (i ? "," : "") << v[i];
   o << "]";
@@ -215,8 +245,39 @@ struct Busy {
 
 // key_fd: the judge's one-shot key pipe; driver_path: the CUDA runtime torch mapped ("" without CUDA),
 // read by the worker before the submission was imported.
+// A crash (the submission's or ours) leaves its native stack in the worker log, then Python's
+// faulthandler adds the Python stack and the process dies of the signal as before.
+static struct sigaction g_previous[32];
+
+static void crash_trace(int sig, siginfo_t* info, void* context) {
+  void* frames[48];
+  int n = backtrace(frames, 48);
+  static const char head[] = "native stack at the crash:\n";
+  ssize_t ignored = write(2, head, sizeof head - 1);
+  (void)ignored;
+  backtrace_symbols_fd(frames, n, 2);
+  struct sigaction& prev = g_previous[sig];
+  if (prev.sa_flags & SA_SIGINFO && prev.sa_sigaction) {
+    prev.sa_sigaction(sig, info, context);
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler) {
+    prev.sa_handler(sig);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void trace_crashes() {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = crash_trace;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) sigaction(sig, &sa, &g_previous[sig]);
+}
+
 static void open_channel(int key_fd, int reply_fd, const std::string& driver_path) {
   if (g_open) throw std::runtime_error("channel already open");
+  trace_crashes();
   if (!driver_path.empty()) g_driver_path = driver_path;
   size_t got = 0;
   while (got < 32) {
@@ -290,6 +351,10 @@ struct Driver {
   DrvResult (*cuCtxSynchronize)();
   DrvResult (*cuDeviceGetAttribute)(int*, int, DrvDevice);
   DrvResult (*cuMemAlloc)(DrvPtr*, size_t);
+  DrvResult (*cuMemFree)(DrvPtr);
+  DrvResult (*cuMemAllocHost)(void**, size_t);
+  DrvResult (*cuMemcpyHtoDAsync)(DrvPtr, const void*, size_t, DrvStream);
+  DrvResult (*cuMemFreeHost)(void*);
   DrvResult (*cuModuleLoadData)(DrvModule*, const void*);
   DrvResult (*cuModuleGetFunction)(DrvFunction*, DrvModule, const char*);
   DrvResult (*cuLaunchKernel)(DrvFunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -329,7 +394,7 @@ struct Resolver {
   void* get(const char* name, const char* versioned) {
     void* p = nullptr;
     int status = 0;
-    std::ostringstream tried;
+    Text tried;
     for (unsigned v : {12000u, 12080u}) {  // the 12.0 ABI: 13.0 variants take a context argument
       if (!by_version) break;
       int rc = by_version(name, &p, v, 0, &status);
@@ -394,6 +459,39 @@ WAIT:
   @p bra WAIT;
   ret;
 }
+
+// canary_scatter: block b copies segment b of the table {u64 dst, u64 src, u64 bytes} (device memory)
+.visible .entry canary_scatter(.param .u64 table, .param .u32 count)
+{
+  .reg .pred p;
+  .reg .b32 r<8>;
+  .reg .b64 rd<16>;
+  ld.param.u64 rd1, [table];
+  ld.param.u32 r1, [count];
+  mov.u32 r2, %ctaid.x;
+  setp.ge.u32 p, r2, r1;
+  @p bra DONE;
+  mul.wide.u32 rd2, r2, 24;
+  add.u64 rd3, rd1, rd2;
+  ld.global.u64 rd4, [rd3];
+  ld.global.u64 rd5, [rd3+8];
+  ld.global.u64 rd6, [rd3+16];
+  mov.u32 r3, %tid.x;
+  cvt.u64.u32 rd7, r3;
+  mov.u32 r4, %ntid.x;
+  cvt.u64.u32 rd8, r4;
+COPY:
+  setp.ge.u64 p, rd7, rd6;
+  @p bra DONE;
+  add.u64 rd9, rd5, rd7;
+  ld.global.u8 r5, [rd9];
+  add.u64 rd10, rd4, rd7;
+  st.global.u8 [rd10], r5;
+  add.u64 rd7, rd7, rd8;
+  bra COPY;
+DONE:
+  ret;
+}
 )PTX";
 
 // Per-process GPU state: the flush buffer (our own allocation, not torch's), the kernel that
@@ -401,6 +499,7 @@ WAIT:
 struct Gpu {
   bool ready = false;
   DrvFunction flush_wait = nullptr;
+  DrvFunction canary_scatter = nullptr;
   DrvPtr flush_buf = 0;
   unsigned long long flush_words = 0;
   unsigned blocks = 0, threads = 0;
@@ -429,6 +528,10 @@ static void load_driver() {
   sym(r, D.cuCtxSynchronize, "cuCtxSynchronize");
   sym(r, D.cuDeviceGetAttribute, "cuDeviceGetAttribute");
   sym(r, D.cuMemAlloc, "cuMemAlloc", "cuMemAlloc_v2");
+  sym(r, D.cuMemFree, "cuMemFree", "cuMemFree_v2");
+  sym(r, D.cuMemAllocHost, "cuMemAllocHost", "cuMemAllocHost_v2");
+  sym(r, D.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync_v2");
+  sym(r, D.cuMemFreeHost, "cuMemFreeHost");
   sym(r, D.cuModuleLoadData, "cuModuleLoadData");
   sym(r, D.cuModuleGetFunction, "cuModuleGetFunction");
   sym(r, D.cuLaunchKernel, "cuLaunchKernel");
@@ -461,6 +564,7 @@ static void init_gpu(double flush_l2_multiple) {
   DrvModule mod;
   ck(D.cuModuleLoadData(&mod, FLUSH_PTX), "load flush kernel");
   ck(D.cuModuleGetFunction(&G.flush_wait, mod, "flush_wait"), "flush kernel");
+  ck(D.cuModuleGetFunction(&G.canary_scatter, mod, "canary_scatter"), "canary kernel");
   G.threads = 1024;
   G.blocks = (unsigned)sms * std::max(1, threads_per_sm / 1024);  // every warp slot of every SM
   size_t bytes = (size_t)(flush_l2_multiple * std::max(l2, 1 << 20));
@@ -468,7 +572,7 @@ static void init_gpu(double flush_l2_multiple) {
   ck(D.cuMemAlloc(&G.flush_buf, G.flush_words * 4), "flush buffer");
   ck(D.cuEventCreate(&G.ev_start, 0), "event");
   ck(D.cuEventCreate(&G.ev_end, 0), "event");
-  std::ostringstream o;
+  Text o;
   o << sms << " SMs, " << threads_per_sm << " threads/SM, L2 " << l2 << " B, flush " << bytes << " B";
   G.description = o.str();
   G.ready = true;
@@ -607,7 +711,7 @@ static std::vector<Region> regions_of(py::handle spec) {
 }
 
 static std::string regions_json(const std::vector<Region>& rs) {
-  std::ostringstream o;
+  Text o;
   o << "[";
   for (size_t i = 0; i < rs.size(); i++) {
     const Region& r = rs[i];
@@ -644,31 +748,84 @@ static CanaryPlan plan_canary(const std::vector<Region>& rs, const std::vector<V
   return p;
 }
 
-static void apply_canary(const CanaryPlan& p, const std::vector<Region>& rs, const std::vector<View>& views) {
-  for (size_t i = 0; i < rs.size(); i++) {
-    const Region& r = rs[i];
-    const View& v = views[r.arg];
-    uint8_t* dst = v.base + p.starts[i];
-    if (v.cuda) {
-      Memcpy2D m;
-      memset(&m, 0, sizeof m);
-      m.srcMemoryType = 1;  // host
-      m.srcHost = p.bytes[i].data();
-      m.srcPitch = (size_t)r.width;
-      m.dstMemoryType = 2;  // device
-      m.dstDevice = (DrvPtr)dst;
-      m.dstPitch = (size_t)r.pitch;
-      m.WidthInBytes = (size_t)r.width;
-      m.Height = (size_t)r.height;
-      ck(D.cuMemcpy2DAsync(&m, nullptr), "canary copy");
-    } else {
-      for (int64_t h = 0; h < r.height; h++) memcpy(dst + h * r.pitch, p.bytes[i].data() + h * r.width, (size_t)r.width);
+// Canaries on the GPU: the bytes and a table of row copies go to the device in one copy queued before
+// the flush; a small kernel scatters them into the inputs after the wait. Everything between the
+// wait and the start event then runs on the compute engine: a copy-engine copy there would put the
+// hand-over between engines (a few µs) inside the measurement, and a copy from pageable memory would
+// make the host wait for the GPU and leave it idle at the start event.
+struct Staging {  // one page-locked host buffer and its device twin, grown on demand
+  uint8_t* host = nullptr;
+  DrvPtr dev = 0;
+  size_t n = 0;
+  void reserve(size_t want) {  // callers synchronise the device first: no copy from here is pending
+    if (want <= n) return;
+    if (host) ck(D.cuMemFreeHost(host), "free staging");
+    if (dev) ck(D.cuMemFree(dev), "free staging");
+    host = nullptr;
+    dev = 0;
+    n = 0;
+    size_t size = std::max(want, (size_t)1 << 20);
+    void* q = nullptr;
+    ck(D.cuMemAllocHost(&q, size), "staging memory");
+    host = (uint8_t*)q;
+    ck(D.cuMemAlloc(&dev, size), "staging memory");
+    n = size;
+  }
+};
+static Staging g_staging;
+
+struct Segment {
+  uint64_t dst, src, bytes;
+};
+
+// GPU: queues the staging copy and returns the number of segments for scatter_canaries().
+// CPU: writes the bytes now and returns 0.
+static unsigned stage_canaries(const std::vector<CanaryPlan>& plans, const std::vector<Region>& rs,
+                               const std::vector<std::vector<View>>& views, bool cuda) {
+  size_t rows = 0, bytes = 0;
+  for (const auto& p : plans)
+    for (size_t i = 0; i < rs.size(); i++) {
+      rows += (size_t)rs[i].height;
+      bytes += p.bytes[i].size();
+    }
+  size_t table = rows * sizeof(Segment), total = table + bytes;
+  if (cuda) g_staging.reserve(total);
+  size_t row = 0, at = table;
+  for (size_t k = 0; k < plans.size(); k++) {
+    const CanaryPlan& p = plans[k];
+    for (size_t i = 0; i < rs.size(); i++) {
+      const Region& r = rs[i];
+      const View& v = views[k][r.arg];
+      if (v.cuda != cuda) throw std::runtime_error("canary input is not on the run's device");
+      uint8_t* dst = v.base + p.starts[i];
+      for (int64_t h = 0; h < r.height; h++) {
+        const char* src = p.bytes[i].data() + h * r.width;
+        if (!cuda) {
+          memcpy(dst + h * r.pitch, src, (size_t)r.width);
+          continue;
+        }
+        Segment seg{(uint64_t)(dst + h * r.pitch), (uint64_t)(g_staging.dev + at), (uint64_t)r.width};
+        memcpy(g_staging.host + row * sizeof(Segment), &seg, sizeof seg);
+        memcpy(g_staging.host + at, src, (size_t)r.width);
+        row++;
+        at += (size_t)r.width;
+      }
     }
   }
+  if (!cuda || rows == 0) return 0;
+  ck(D.cuMemcpyHtoDAsync(g_staging.dev, g_staging.host, total, nullptr), "canary staging");
+  return (unsigned)rows;
+}
+
+static void scatter_canaries(unsigned rows) {
+  if (!rows) return;
+  DrvPtr table = g_staging.dev;
+  void* args[] = {&table, &rows};
+  ck(D.cuLaunchKernel(G.canary_scatter, rows, 1, 1, 128, 1, 1, 0, nullptr, args, nullptr), "canary kernel");
 }
 
 static std::string canary_json(const CanaryPlan& p) {
-  std::ostringstream o;
+  Text o;
   o << "{\"seed\":\"" << p.seed << "\",\"starts\":" << json_list(p.starts) << "}";
   return o.str();
 }
@@ -726,8 +883,9 @@ static Timed timed_calls(py::handle kernel, const std::vector<py::object>& input
   Timed t;
   Clock clock{cuda};
   device_sync(cuda);
+  unsigned rows = stage_canaries(plans, rs, views, cuda);
   if (cuda && flush) flush_and_wait(wait_ns);
-  for (size_t i = 0; i < inputs.size(); i++) apply_canary(plans[i], rs, views[i]);
+  if (cuda) scatter_canaries(rows);
   std::vector<py::object> results;
   clock.start();
   for (const auto& data : inputs) results.push_back(call_kernel(kernel, data));
@@ -812,7 +970,7 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
     for (int64_t i = 0; i < batch; i++) make(seed + 42 * i);
 
   std::vector<double> samples;
-  std::ostringstream runs_json;
+  Text runs_json;
   std::string blob;
   runs_json << "[";
   double t_begin = now_ns();
@@ -905,7 +1063,7 @@ static void trial(const std::string& nonce, py::object kernel, py::object make_i
   double l2x = get<double>(params, "flush_l2_multiple");
   if (cuda) init_gpu(l2x);
   py::list steps = params["steps"];
-  std::ostringstream sj, echo;
+  Text sj, echo;
   std::string blob;
   py::object data;
   std::vector<View> views;
