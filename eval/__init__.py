@@ -1,4 +1,5 @@
-"""Local evaluation harness for the GPU MODE nvfp4_gemv problem (`python -m eval --help`).
+"""Local evaluation harness for GPU MODE leaderboard problems (`python -m eval --help`; which problem:
+eval/problem_folder.py).
 
 Importing this package is cheap and needs only the standard library; the submodules import torch.
 """

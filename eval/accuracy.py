@@ -1,69 +1,52 @@
-"""Realistic data: a submission's accuracy on quantized Gaussian data against the unquantized fp32
-product. The worker only runs the kernel (one untimed call, no canary); the judge regenerates the
-data and computes every number here."""
+"""Realistic data: a submission's accuracy against the exact (unquantized) product, with metrics the
+problem module computes (`accuracy(args, output)`, on its ACCURACY_OVERRIDES data, e.g. quantized
+Gaussian inputs). The worker only runs the kernel (one untimed call, no canary); the
+judge regenerates the data and computes every number here."""
 from __future__ import annotations
 
 import torch
 
-import reference
-from eval.cases import Case
+from eval import problem_folder
+from eval.cases import Case, ConfigError
 from eval.judge import modes, verdict
 from eval.records import CaseResult, RunRecord
 
-QUANTIZED = {"dist": "quantized"}
-
-
-def real_and_quantized(args: dict):
-    """The unquantized A, b of a case and its quantized 7-tuple (generate_input with dist=quantized
-    draws the same numbers after the same seed)."""
-    data = reference.generate_input(**{**args, **QUANTIZED})
-    torch.manual_seed(args["seed"])
-    a_real, b_real = reference.generate_real(args["m"], args["k"], args["l"])
-    return a_real, b_real, data
-
-
-def exact_product(a_real: torch.Tensor, b_real: torch.Tensor) -> torch.Tensor:
-    """[m, 1, l] float64: A @ b per batch, unquantized."""
-    return torch.einsum("mkl,kl->ml", a_real.double(), b_real[0].double()).unsqueeze(1)
-
-
-def error_metrics(out: torch.Tensor, ref: torch.Tensor) -> dict:
-    o, r = out.double().flatten(), ref.double().flatten()
-    rel = float((o - r).norm() / r.norm())
-    pearson = float(torch.corrcoef(torch.stack((o, r)))[0, 1])
-    return {"rel_err": rel, "pearson": pearson, "max_abs_err": float((o - r).abs().max()), "ref_rms": float(r.pow(2).mean().sqrt())}
-
 
 def measure_case(runner: modes.Runner, result: CaseResult) -> None:
-    args = {**result.args, **QUANTIZED}
+    problem = problem_folder.current()
+    args = {**result.args, **problem.hook("ACCURACY_OVERRIDES", {})}
     step = {"seed": args["seed"], "reuse": False, "overrides": {}, "hash_args": [], "canary": []}
     params = {"cuda": torch.cuda.is_available(), "flush_l2_multiple": modes.FLUSH_L2_MULTIPLE, "steps": [step]}
     reply = runner.call("trial", {"args": args, "params": params})
-    a_real, b_real, data = real_and_quantized(result.args)
+    data = verdict.generate(args, args["seed"])
     done = reply.header["steps"][0]
-    out = verdict.rebuild(done["out"], reply.blob, data[-1])
+    out = verdict.rebuild(done["out"], reply.blob)
     if out.problem:
         result.fail(out.problem)
         return
-    passed, message = reference.check_implementation(data, out.tensor)
-    exact = exact_product(a_real, b_real)
-    result.accuracy = {"vs_fp32": error_metrics(out.tensor, exact),
-                       "reference_vs_fp32": error_metrics(reference.ref_kernel(data), exact),  # quantization alone
-                       "exact_check": {"passed": passed, "message": message}}
+    metrics = problem.hook("accuracy")(args, out.tensor)
+    passed, message = problem.reference.check_implementation(data, out.tensor)
+    result.accuracy = {**metrics, "exact_check": {"passed": passed, "message": message}}
     if not passed:
         result.fail(message)
 
 
+def require() -> None:
+    if problem_folder.current().hook("accuracy") is None:
+        raise ConfigError("this problem has no accuracy mode: its problem.py defines no accuracy(args, output)")
+
+
 def run(submission, cases: list[Case], options: modes.Options) -> RunRecord:
+    require()
     return modes.run_each_case("accuracy", submission, cases, options, measure_case)
 
 
 def render(record: RunRecord) -> str:
     if record.error:
         return f"accuracy: FAIL: {record.error}"
-    lines = [f"accuracy of {record.submission} on quantized Gaussian data ({record.environment.gpu})",
-             "vs fp32 = against the unquantized product; quantization = the exact NVFP4 reference's own error",
-             f"{'case':<22} {'rel err':>9} {'pearson':>9} {'max abs':>9} {'quant. rel':>10}  exact NVFP4 check"]
+    note = problem_folder.current().hook("ACCURACY_NOTE", "vs fp32 = against the exact product")
+    lines = [f"accuracy of {record.submission} ({record.environment.gpu}) {note}",
+             f"{'case':<22} {'rel err':>9} {'pearson':>9} {'max abs':>9} {'quant. rel':>10}  reference check"]
     for c in record.cases:
         if not c.accuracy:
             lines.append(f"{c.label:<22} FAIL: {c.error}")

@@ -1,17 +1,19 @@
 """Harness kernels timed by the worker's compiled loop exactly as submissions are (L2 flushed, head
 start, events around the call), in a worker that holds no submission: the streaming read that sets
-a case's floor, and the BF16 GEMV (cuBLAS through torch) that NVFP4 replaces. Judge side."""
+a case's floor (of the bytes the problem module says a kernel must move), and the problem module's
+baseline (a library kernel). Judge side."""
 from __future__ import annotations
 
 import statistics
 
-from eval import cases as case_files
+from eval import problem_folder
+from eval.cases import Case
 from eval.judge import modes
 
 PEAK_BUFFER_BYTES = 2 << 30
 FLOOR_RUNS = 60
 READ_CONFIGS = [(1024, 4, 4), (2048, 4, 8), (2048, 8, 8), (4096, 4, 8), (1024, 8, 4)]  # BLOCK, ITERS, warps
-BF16_RUNS = 100
+BASELINE_RUNS = 100
 
 
 def _time(runner: modes.Runner, baseline: dict, options: modes.Options, runs: int) -> list[float]:
@@ -32,8 +34,11 @@ def time_read(runner: modes.Runner, n_bytes: int, options: modes.Options, runs: 
     return best
 
 
-def measure_floors(shapes: list[tuple[int, int, int]], options: modes.Options) -> tuple[dict, dict]:
-    """(environment, measured floors) for the shapes, from one harness worker."""
+def measure_floors(cases: list[Case], options: modes.Options) -> tuple[dict, dict]:
+    """(environment, measured floors) for the cases, from one harness worker."""
+    bytes_moved = problem_folder.current().hook("bytes_moved")
+    if bytes_moved is None:
+        raise modes.WorkerFailure("this problem has no floor: its problem.py defines no bytes_moved(args)")
     runner = modes.Runner(None, options)
     try:
         runner.ensure()
@@ -42,29 +47,33 @@ def measure_floors(shapes: list[tuple[int, int, int]], options: modes.Options) -
             raise modes.WorkerFailure("speed of light needs a CUDA GPU: there is none here")
         peak = time_read(runner, PEAK_BUFFER_BYTES, options, runs=20)
         floors = {}
-        for m, k, l in shapes:
-            n = case_files.bytes_moved(m, k, l)
+        for case in cases:
+            n = bytes_moved(case.args)
             read = time_read(runner, n, options)
-            floors[f"{m}x{k}x{l}"] = {"bytes": n, **read, "tb_s": n / read["median_ns"] / 1e3}
+            floors[case.key] = {"bytes": n, **read, "tb_s": n / read["median_ns"] / 1e3}
     finally:
         runner.close()
     return env, {"peak_read_tb_s": PEAK_BUFFER_BYTES / peak["median_ns"] / 1e3, "peak_config": peak["config"],
                  "floors": floors}
 
 
-def bf16_for_cases(results: list, options: modes.Options) -> None:
-    """Fill result.bf16 for each passing case: the BF16 GEMV's median and mean time."""
+def baseline_for_cases(results: list, options: modes.Options) -> None:
+    """Fill result.baseline for each passing case: the problem's baseline kernel's median and mean time."""
+    problem = problem_folder.current()
+    if problem.hook("baseline") is None:
+        return
     runner = modes.Runner(None, options)
     try:
         for result in results:
             if not result.passed:
                 continue
             try:
-                samples = _time(runner, {"kind": "bf16", "args": result.args}, options, BF16_RUNS)
-                m, k, l = (result.args[x] for x in ("m", "k", "l"))
-                result.bf16 = {"median_ns": statistics.median(samples), "mean_ns": statistics.fmean(samples),
-                               "bytes": (m * k + k + m) * l * 2}
+                samples = _time(runner, {"kind": "problem", "args": result.args}, options, BASELINE_RUNS)
+                result.baseline = {"median_ns": statistics.median(samples), "mean_ns": statistics.fmean(samples)}
+                size = problem.hook("baseline_bytes")
+                if size is not None:
+                    result.baseline["bytes"] = size(result.args)
             except modes.WorkerFailure as failure:
-                result.bf16 = {"error": failure.reason}
+                result.baseline = {"error": failure.reason}
     finally:
         runner.close()

@@ -1,21 +1,21 @@
-"""The cases a run uses: task.yml's official tests and benchmarks, shapes.yaml's named sets, GPU
-figures, and the leaderboard's secret-seed handling. Reads files; touches no GPU."""
+"""The cases a run uses: the problem folder's task.yml tests and benchmarks, its optional
+shapes.yaml sets, the GPU figures, and the leaderboard's secret-seed handling. Reads files; touches
+no GPU. A case is whatever keyword dict task.yml gives generate_input (plus `seed`)."""
 from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-# overridable for tests and experiments
-TASK_FILE = Path(os.environ.get("NVFP4_GEMV_TASK_FILE", ROOT / "task.yml"))
-SHAPES_FILE = Path(os.environ.get("NVFP4_GEMV_SHAPES_FILE", ROOT / "shapes.yaml"))
+from eval import problem_folder
+from eval.records import size_key
+
+ROOT = problem_folder.ROOT
+GPUS_FILE = Path(__file__).resolve().parent / "gpus.yaml"
 SECRET_SEED_ENV = "POPCORN_SEED"
-CASE_KEYS = ("m", "k", "l", "seed")
 
 
 class ConfigError(Exception):
@@ -24,30 +24,32 @@ class ConfigError(Exception):
 
 @dataclasses.dataclass
 class Case:
-    args: dict  # m, k, l, seed and optionally dist: the keywords of generate_input
+    args: dict  # the keywords of generate_input: the task file's, and optionally dist
     spec: str  # the leaderboard's spec line, e.g. "m: 128; k: 256; l: 1; seed: 1111"
 
     @property
-    def shape(self) -> tuple[int, int, int]:
-        return self.args["m"], self.args["k"], self.args["l"]
+    def key(self) -> str:
+        """The case's size, e.g. "7168x16384x1" (its keywords but seed and dist, joined by x)."""
+        return size_key(self.args)
 
     @property
     def label(self) -> str:
-        m, k, l = self.shape
         dist = self.args.get("dist")
-        return f"{m}x{k}x{l}" + (f" ({dist})" if dist and dist != "leaderboard" else "")
+        return self.key + (f" ({dist})" if dist and dist != "leaderboard" else "")
 
 
 def make_case(args: dict) -> Case:
-    missing = [key for key in CASE_KEYS if key not in args]
-    if missing:
-        raise ConfigError(f"case {args} lacks {', '.join(missing)}: every case needs m, k, l and seed")
-    for key in CASE_KEYS:
-        if not isinstance(args[key], int):
-            raise ConfigError(f"case {args}: {key} must be an integer")
-    m, k, l = args["m"], args["k"], args["l"]
-    if m <= 0 or m % 128 or k <= 0 or k % 64 or l <= 0:
-        raise ConfigError(f"case {args}: m must be a positive multiple of 128, k of 64, and l positive")
+    if "seed" not in args or not isinstance(args["seed"], int):
+        raise ConfigError(f"case {args} needs an integer seed")
+    for key, value in args.items():
+        if not isinstance(value, (int, float, str, bool)):
+            raise ConfigError(f"case {args}: {key} must be a number or a string")
+    validate = problem_folder.current().hook("validate_case")
+    if validate is not None:
+        try:
+            validate(args)
+        except ValueError as exc:
+            raise ConfigError(f"case {args}: {exc}")
     spec = "; ".join(f"{key}: {value}" for key, value in args.items())
     return Case(args=dict(args), spec=spec)
 
@@ -68,8 +70,20 @@ def _load_yaml(path: Path) -> dict:
     return content
 
 
+def task_path() -> Path:
+    return Path(os.environ.get("EVAL_TASK_FILE") or problem_folder.current().task_file)  # tests override
+
+
+def shapes_path() -> Path:
+    return Path(os.environ.get("EVAL_SHAPES_FILE") or problem_folder.current().shapes_file)
+
+
+def load_task(path: Path | None = None) -> dict:
+    return _load_task(path or task_path())
+
+
 @lru_cache(maxsize=None)
-def load_task(path: Path = TASK_FILE) -> dict:
+def _load_task(path: Path) -> dict:
     task = _load_yaml(path)
     for key in ("tests", "benchmarks"):
         if not isinstance(task.get(key), list) or not task[key]:
@@ -77,8 +91,13 @@ def load_task(path: Path = TASK_FILE) -> dict:
     return task
 
 
+def load_shapes(path: Path | None = None) -> dict:
+    path = path or shapes_path()
+    return _load_shapes(path) if path.is_file() or os.environ.get("EVAL_SHAPES_FILE") else {"sets": {}}
+
+
 @lru_cache(maxsize=None)
-def load_shapes(path: Path = SHAPES_FILE) -> dict:
+def _load_shapes(path: Path) -> dict:
     shapes = _load_yaml(path)
     if not isinstance(shapes.get("sets"), dict):
         raise ConfigError(f"{path.name} needs a mapping `sets` of named case lists")
@@ -105,7 +124,7 @@ def public_cases(name: str) -> list[Case]:
             raise ConfigError(f"unknown case set {name!r}: choose one of {', '.join(set_names())}")
         entries = sets[name]
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise ConfigError(f"case set {name!r} must be a list of mappings with m, k, l, seed")
+        raise ConfigError(f"case set {name!r} must be a list of mappings of generate_input's keywords")
     return [make_case(entry) for entry in entries]
 
 
@@ -147,33 +166,14 @@ def apply_secret_seed(cases: list[Case], secret: int | None) -> list[Case]:
     return out
 
 
-def bytes_moved(m: int, k: int, l: int) -> int:
-    """Fewest bytes one GEMV must move: A and its scales, the vector and its scales, C written."""
-    a = m * (k // 2) * l
-    sfa = m * (k // 16) * l
-    b = (k // 2) * l
-    sfb = (k // 16) * l
-    c = m * l * 2
-    return a + sfa + b + sfb + c
-
-
-_SOL_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+)\s*$")
-
-
-def b200_sol_us() -> dict[tuple[int, int, int], float]:
-    """task.yml's B200 speed-of-light table (parsed from its description)."""
-    table = {}
-    for line in str(load_task().get("description", "")).splitlines():
-        match = _SOL_ROW.match(line)
-        if match:
-            m, k, l, us = match.groups()
-            table[(int(m), int(k), int(l))] = float(us)
-    return table
+@lru_cache(maxsize=None)
+def _gpus() -> list:
+    return _load_yaml(GPUS_FILE).get("gpus", [])
 
 
 def gpu_figures(device_name: str) -> dict | None:
-    """shapes.yaml's entry for this GPU (first `match` that is a substring of the name), or None."""
-    for entry in load_shapes().get("gpus", []):
+    """eval/gpus.yaml's entry for this GPU (first `match` that is a substring of the name), or None."""
+    for entry in _gpus():
         if str(entry.get("match", "\0")) in device_name:
             return entry
     return None

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from eval import cases as case_files
-from eval import report, results, sol
+from eval import problem_folder, report, results, sol
 from eval.cases import ConfigError
 from eval.judge import modes
 from eval.records import RunRecord
@@ -46,8 +46,9 @@ def run_options(default_cases: str):
         options = [
             click.option("--cases", "case_set", default=default_cases, show_default=True,
                          help="tests | benchmarks (task.yml) or a set from shapes.yaml (stress, sweep, quantized, smoke)."),
-            click.option("--dist", type=click.Choice(["leaderboard", "stress", "quantized"]), default=None,
-                         help="Data distribution for every case (default: each case's own, else leaderboard)."),
+            click.option("--dist", default=None,
+                         help="Data distribution for every case, one of the problem module's DISTRIBUTIONS; "
+                              "default: each case's own."),
             click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default="per-call",
                          show_default=True, help="per-call: the leaderboard's eval.py; batched: eval_better_bench.py."),
             click.option("--batch", default=50, show_default=True, help="Distinct inputs per batched sample."),
@@ -73,6 +74,12 @@ def make_options(method="per-call", batch=50, gap_us=500.0, timeout=600.0, dist=
         fail_usage("--timeout must be positive")
     if gap_us < 0:
         fail_usage("--gap-us must be >= 0")
+    if dist is not None:
+        choices = problem_folder.current().hook("DISTRIBUTIONS")
+        if not choices:
+            fail_usage(f"--dist {dist}: this problem defines no data distributions (DISTRIBUTIONS in its problem.py)")
+        if dist not in choices:
+            fail_usage(f"--dist {dist}: choose one of {', '.join(choices)}")
     return modes.Options(timeout=timeout, method=method, batch=batch, gap_us=gap_us, dist=dist,
                          allow_narrow=allow_narrow)
 
@@ -91,14 +98,23 @@ def save(record: RunRecord) -> Path:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def main():
-    """Local harness for the GPU MODE nvfp4_gemv leaderboard: same checks, same timing method.
+@click.option("--problem", "problem_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="A problem folder in the leaderboard's layout (task.yml, task.py, reference.py); default: "
+                   "the current directory if it is one, else this repository's own problem.")
+def main(problem_dir):
+    """Local harness for GPU MODE leaderboard problems: same checks, same timing method.
 
     SUB is a submission file (e.g. submission/v5.py) defining custom_kernel(data). It runs in a
     sandboxed worker; every verdict and every checked output is decided in this process.
     """
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     case_files.secret_seed()  # taken from the environment before anything else starts
+    try:
+        problem_folder.use(problem_dir)
+    except problem_folder.ProblemError as exc:
+        fail_usage(str(exc))
+    except Exception as exc:  # problem.py itself does not import
+        fail_usage(f"the problem's problem.py does not import: {type(exc).__name__}: {exc}")
 
 
 @main.command()
@@ -207,18 +223,18 @@ def measure_floors(cases: list, options: modes.Options):
     """Measure and cache this GPU's floors for the cases (in a harness worker of the judge's)."""
     from eval import baselines
 
-    env, measured = baselines.measure_floors([c.shape for c in cases], options)
+    env, measured = baselines.measure_floors(cases, options)
     return env, measured, sol.save_floors(env, measured)
 
 
 def ensure_floors(environment, cases: list, options: modes.Options) -> None:
     """Measure this GPU's floors first when none are cached, so reports can show × floor and the
     judge can fail results faster than memory allows."""
-    missing = sol.missing_floors(environment.gpu, [c.shape for c in cases]) if environment.cuda_available else []
+    missing = sol.missing_floors(environment.gpu, cases) if environment.cuda_available else []
     if missing:
         click.echo(f"no floor cached on {environment.gpu} for {len(missing)} case(s): measuring first "
                    "(python -m eval sol)", err=True)
-        measure_floors([c for c in cases if c.shape in missing], options)
+        measure_floors(missing, options)
 
 
 @main.command(name="sol")
@@ -300,9 +316,10 @@ def rank(subs, case_set, method, timeout, allow_narrow):
 @click.option("--timeout", default=600.0, show_default=True)
 @handle_config_errors
 def accuracy(sub, case_set, timeout):
-    """Accuracy on quantized real-valued data against the unquantized fp32 product."""
+    """Accuracy on realistic data against the exact product; needs the problem module's accuracy()."""
     from eval import accuracy as acc
 
+    acc.require()
     record = acc.run(sub, case_files.select_cases(case_set), make_options(timeout=timeout))
     click.echo(acc.render(record))
     save(record)

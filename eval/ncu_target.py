@@ -4,8 +4,8 @@ after an untimed warm call."""
 import sys
 from pathlib import Path
 
-import reference
 from eval import cases as case_files
+from eval import problem_folder
 from eval.worker import driver, profiling
 
 
@@ -13,7 +13,7 @@ def main(sub: str, case_set: str, dist: str | None = None) -> None:
     module = driver.load_submission(Path(sub))
     for case in case_files.select_cases(case_set):
         args = dict(case.args, **({"dist": dist} if dist else {}))
-        profiling.profile(module.custom_kernel, reference.generate_input(**args), ncu=True)
+        profiling.profile(module.custom_kernel, problem_folder.current().reference.generate_input(**args), ncu=True)
         print(f"profiled {case.label}", file=sys.stderr)
 
 

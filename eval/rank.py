@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from eval import results, sol
+from eval import problem_folder, results, sol
 from eval.cases import Case
 from eval.judge import modes
 from eval.records import CaseResult
@@ -111,7 +111,7 @@ def chart_png(ranked: list[Row], labels: list, path: Path) -> Path | None:
     ax.set_xticks(range(len(labels)), labels)
     ax.set_yscale("log")
     ax.set_ylabel("mean time per call (µs, log)")
-    ax.set_title("NVFP4 GEMV: local leaderboard")
+    ax.set_title(f"{problem_folder.current().name}: local leaderboard")
     ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from eval.stats import Stats
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: CaseResult.bf16 became .baseline (the problem module's baseline kernel)
 
 
 @dataclass
@@ -49,6 +49,15 @@ class Sol:
     x_b200_sol: float | None = None
 
 
+UNSIZED = ("seed", "dist")  # keywords of a case that do not change its size
+
+
+def size_key(args: dict) -> str:
+    """A case's size, e.g. "7168x16384x1": its keywords but seed and dist, joined by x (floors and
+    the leaderboard's per-shape tables are keyed by it)."""
+    return "x".join(str(v) for k, v in args.items() if k not in UNSIZED)
+
+
 @dataclass
 class CaseResult:
     spec: str
@@ -60,7 +69,7 @@ class CaseResult:
     stats: Stats | None = None
     samples: list[float] = field(default_factory=list)
     host_us: float | None = None
-    bf16: dict | None = None
+    baseline: dict | None = None  # the problem module's baseline kernel, timed the same way
     sol: Sol | None = None
     report: str | None = None  # profile mode
     accuracy: dict | None = None  # accuracy mode
@@ -69,6 +78,10 @@ class CaseResult:
     @property
     def passed(self) -> bool:
         return self.status == "pass"
+
+    @property
+    def key(self) -> str:
+        return size_key(self.args)
 
     def fail(self, reason: str, detail: str = "") -> "CaseResult":
         self.status, self.error, self.detail = "fail", reason, detail

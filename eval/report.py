@@ -7,6 +7,7 @@ import json
 from rich.console import Console
 from rich.table import Table
 
+from eval import problem_folder
 from eval.records import RunRecord
 from eval.stats import Stats
 
@@ -113,13 +114,16 @@ def table(record: RunRecord) -> str:
 
 def benchmark_table(record: RunRecord, title: str) -> Table:
     tab = Table(title=title, title_justify="left")
-    columns = ["case", "mean ± err µs", "median", "best", "worst", "runs", "GB/s", "% SOL", "× floor", "host µs/call"]
+    memory = problem_folder.current().hook("bytes_moved") is not None  # bytes a case moves: GB/s, floor
+    columns = ["case", "mean ± err µs", "median", "best", "worst", "runs",
+               *(["GB/s", "% SOL", "× floor"] if memory else []), "host µs/call"]
     b200 = any(c.sol and c.sol.b200_sol_ns for c in record.cases)
     if b200:
         columns.append("× B200 SOL")
-    bf16 = any("median_ns" in (c.bf16 or {}) for c in record.cases)
-    if bf16:
-        columns += ["BF16 µs", "BF16 / this"]
+    has_baseline = any("median_ns" in (c.baseline or {}) for c in record.cases)
+    name = problem_folder.current().hook("BASELINE_NAME", "baseline")
+    if has_baseline:
+        columns += [f"{name} µs", f"{name} / this"]
     for col in columns:
         tab.add_column(col, justify="left" if col == "case" else "right")
     for case in record.cases:
@@ -129,15 +133,15 @@ def benchmark_table(record: RunRecord, title: str) -> Table:
         s, sol = case.stats, case.sol
         row = [
             case.label, f"{s.mean / 1e3:.2f} ± {s.err / 1e3:.2f}", _us(s.median), _us(s.best), _us(s.worst), str(s.runs),
-            f"{sol.gb_s:.0f}" if sol else "—",
-            f"{sol.pct_datasheet:.1f}" if sol and sol.pct_datasheet is not None else "—",
-            f"{sol.x_floor:.2f}" if sol and sol.x_floor is not None else "—",
+            *([f"{sol.gb_s:.0f}" if sol else "—",
+               f"{sol.pct_datasheet:.1f}" if sol and sol.pct_datasheet is not None else "—",
+               f"{sol.x_floor:.2f}" if sol and sol.x_floor is not None else "—"] if memory else []),
             f"{case.host_us:.1f}" if case.host_us is not None else "—",
         ]
         if b200:
             row.append(f"{sol.x_b200_sol:.2f}" if sol and sol.x_b200_sol else "—")
-        if bf16:
-            base = (case.bf16 or {}).get("median_ns")
+        if has_baseline:
+            base = (case.baseline or {}).get("median_ns")
             row += [_us(base), f"{base / s.median:.2f}×" if base else "—"]
         tab.add_row(*row)
     return tab

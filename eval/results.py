@@ -16,7 +16,7 @@ from pathlib import Path
 
 from eval.cases import ROOT
 
-RESULTS_DIR = Path(os.environ.get("NVFP4_GEMV_RESULTS_DIR", ROOT / "results"))  # tests point it elsewhere
+RESULTS_DIR = Path(os.environ.get("EVAL_RESULTS_DIR", ROOT / "results"))  # tests point it elsewhere
 REQUIRED_KEYS = ("schema", "mode", "submission", "environment", "cases")
 
 

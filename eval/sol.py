@@ -1,7 +1,7 @@
 """Speed of light: what the memory allows on this GPU, and where a result stands against it.
 
 The floor of a case is the time a plain streaming-read kernel (eval/baselines.py) takes to read the
-bytes the GEMV must move (A, SFA, b, SFB once; c's write is under 0.1 % of it), timed exactly as
+bytes the problem module says a kernel must move (`bytes_moved(args)`), timed exactly as
 submissions are (the worker's compiled loop, in a worker holding no submission). Floors are
 measured and cached by the judge only, per GPU, in results/sol-<gpu>.json (`python -m eval sol`).
 """
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from eval import cases as case_files
-from eval import results
+from eval import problem_folder, results
 from eval.records import Environment, RunRecord, Sol
 
 
@@ -27,10 +27,17 @@ def save_floors(environment: Environment, measured: dict) -> Path:
     return results.write_text_new(json.dumps(payload, indent=1), cache_path(environment.gpu))
 
 
-def missing_floors(gpu_name: str | None, shapes: list) -> list:
-    """The (m, k, l) shapes that have no cached floor on this GPU."""
+def missing_floors(gpu_name: str | None, cases: list) -> list:
+    """The cases whose size has no cached floor on this GPU (none where the problem has no floor)."""
+    if problem_folder.current().hook("bytes_moved") is None:
+        return []
     cached = (load_floors(gpu_name) or {}).get("floors", {})
-    return [shape for shape in shapes if "x".join(map(str, shape)) not in cached]
+    seen, missing = set(), []
+    for case in cases:
+        if case.key not in cached and case.key not in seen:
+            seen.add(case.key)
+            missing.append(case)
+    return missing
 
 
 def load_floors(gpu_name: str | None) -> dict | None:
@@ -52,25 +59,28 @@ def cached_floors(environment: Environment) -> dict:
 def annotate(record: RunRecord) -> None:
     """Add GB/s, % of datasheet SOL, time / floor and B200 SOL to each passing case (in place)."""
     env = record.environment
+    problem = problem_folder.current()
+    bytes_moved, task_sol = problem.hook("bytes_moved"), problem.hook("speed_of_light_ns")
+    if bytes_moved is None:
+        return  # the generic columns only
     figures = case_files.gpu_figures(env.gpu) if env.cuda_available else None
     floors = cached_floors(env)
-    b200 = case_files.b200_sol_us() if "B200" in env.gpu else {}
     record.sol_source = {"peak_tb_s": figures["peak_tb_s"] if figures else None,
                          "floors_from": str(cache_path(env.gpu)) if floors else None}
     for case in record.cases:
         if not case.passed or case.stats is None:
             continue
-        m, k, l = case.args["m"], case.args["k"], case.args["l"]
-        n = case_files.bytes_moved(m, k, l)
+        n = bytes_moved(case.args)
         mean = case.stats.mean
         sol = Sol(bytes=n, gb_s=n / mean)
         if figures:
             sol.pct_datasheet = 100.0 * (n / (figures["peak_tb_s"] * 1e3)) / mean
-        floor = floors.get(f"{m}x{k}x{l}")
+        floor = floors.get(case.key)
         if floor:
             sol.floor_ns = floor["median_ns"]
             sol.x_floor = mean / floor["median_ns"]
-        if (m, k, l) in b200:
-            sol.b200_sol_ns = b200[(m, k, l)] * 1e3
-            sol.x_b200_sol = mean / sol.b200_sol_ns
+        target = task_sol(case.args, env.gpu) if task_sol and env.cuda_available else None
+        if target:
+            sol.b200_sol_ns = target  # the task's own speed-of-light figure for this GPU
+            sol.x_b200_sol = mean / target
         case.sol = sol

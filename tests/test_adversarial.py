@@ -20,7 +20,7 @@ SLOW_TO_FAIL = {"hangs": 15.0}  # per-case timeout for submissions that never re
 
 def options(tmp_path, name):
     return modes.Options(timeout=SLOW_TO_FAIL.get(name, 120.0), load_timeout=120.0, log_dir=tmp_path / "logs",
-                         wall_cap_s=2.0, bf16_baseline=False)
+                         wall_cap_s=2.0, baseline=False)
 
 
 def run(name, mode, tmp_path, n_cases=1):
@@ -114,7 +114,7 @@ def _cli(*args, timeout=300):
     import subprocess
     import tempfile
 
-    env = {**os.environ, "NVFP4_GEMV_RESULTS_DIR": tempfile.mkdtemp(prefix="nvfp4-cli-")}
+    env = {**os.environ, "EVAL_RESULTS_DIR": tempfile.mkdtemp(prefix="nvfp4-cli-")}
     return subprocess.Popen([sys.executable, "-m", "eval", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 

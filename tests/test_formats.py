@@ -3,7 +3,7 @@ import random
 
 import torch
 
-from eval.nvfp4 import decode_fp4, decode_fp8, from_permuted_scales, to_permuted_scales
+from reference import decode_fp4, decode_fp8, from_permuted_scales, to_permuted_scales
 
 
 def e2m1_from_bits(code: int) -> float:

@@ -18,7 +18,7 @@ SCRATCH_RESULTS = tempfile.mkdtemp(prefix="nvfp4-results-")  # CLI runs never wr
 
 
 def cli(*args, env=None, timeout=300):
-    full_env = {**os.environ, "NVFP4_GEMV_RESULTS_DIR": SCRATCH_RESULTS, **(env or {})}
+    full_env = {**os.environ, "EVAL_RESULTS_DIR": SCRATCH_RESULTS, **(env or {})}
     return subprocess.run([sys.executable, "-m", "eval", *args], cwd=ROOT, capture_output=True, text=True,
                           env=full_env, timeout=timeout)
 
@@ -45,14 +45,14 @@ def test_cli_usage_errors_exit_2(args, needle):
 def test_malformed_task_file_exits_2(tmp_path):
     bad = tmp_path / "task.yml"
     bad.write_text("tests: [ {m: 128\n")
-    out = cli("test", str(TORCH_REF), env={"NVFP4_GEMV_TASK_FILE": str(bad)})
+    out = cli("test", str(TORCH_REF), env={"EVAL_TASK_FILE": str(bad)})
     assert out.returncode == 2 and "not valid YAML" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_invalid_shape_in_shapes_file_exits_2(tmp_path):
     bad = tmp_path / "shapes.yaml"
     bad.write_text("sets:\n  odd:\n    - {m: 100, k: 256, l: 1, seed: 1}\n")
-    out = cli("test", str(TORCH_REF), "--cases", "odd", env={"NVFP4_GEMV_SHAPES_FILE": str(bad)})
+    out = cli("test", str(TORCH_REF), "--cases", "odd", env={"EVAL_SHAPES_FILE": str(bad)})
     assert out.returncode == 2 and "multiple of 128" in out.stderr
 
 
@@ -157,7 +157,7 @@ def test_batched_timing_judges_every_output(results_dir):
     """--timing batched: an honest kernel passes (the host-cost calls are checked against the first
     input, which they use); a kernel that caches by pointer is caught in the timed runs."""
     options = modes.Options(log_dir=results_dir / "logs", wall_cap_s=2, method="batched", batch=3,
-                            bf16_baseline=False)
+                            baseline=False)
     smoke = cases.select_cases("smoke")[:1]
     honest = modes.run_benchmarks(TORCH_REF, smoke, options)
     assert honest.passed, honest.error or [c.error for c in honest.cases]

@@ -1,7 +1,7 @@
 """quantize_nvfp4: round-trip error bounds, exact grid values, zero blocks, layouts."""
 import torch
 
-from eval.nvfp4 import E2M1_VALUES, decode_fp8, dequantize, quantize_nvfp4, to_permuted_scales
+from reference import E2M1_VALUES, decode_fp8, dequantize, quantize_nvfp4, to_permuted_scales
 from reference import generate_input
 
 GRID = sorted({abs(v) for v in E2M1_VALUES})

@@ -105,7 +105,7 @@ def test_a_reply_that_contradicts_its_canary_seed_fails_the_case():
     (a forged or corrupted reply) are a failure with a reason, never a crash."""
     import pytest
 
-    from eval import problem
+    import problem
     from eval.judge import verdict
     from reference import generate_input
 
@@ -130,16 +130,16 @@ def test_native_part_formats_without_iostreams():
 
 
 def test_sandbox_level_chosen_by_the_user(monkeypatch, tmp_path):
-    """NVFP4_GEMV_SANDBOX picks where the judge starts (full, no-uid, none); anything else is one
+    """EVAL_SANDBOX picks where the judge starts (full, no-uid, none); anything else is one
     line naming the choices, before a worker is started."""
     import pytest
 
-    monkeypatch.setenv("NVFP4_GEMV_SANDBOX", "bogus")
-    with pytest.raises(channel.WorkerFailure, match="NVFP4_GEMV_SANDBOX=bogus is not one of full, no-uid, none"):
+    monkeypatch.setenv("EVAL_SANDBOX", "bogus")
+    with pytest.raises(channel.WorkerFailure, match="EVAL_SANDBOX=bogus is not one of full, no-uid, none"):
         channel.WorkerProcess(None, tmp_path / "w.log").start(60)
-    monkeypatch.setenv("NVFP4_GEMV_SANDBOX", "none")
+    monkeypatch.setenv("EVAL_SANDBOX", "none")
     worker = channel.WorkerProcess(None, tmp_path / "w.log")
     try:
-        assert "NVFP4_GEMV_SANDBOX=none" in worker.start(120)["sandbox"]["sandbox"]
+        assert "EVAL_SANDBOX=none" in worker.start(120)["sandbox"]["sandbox"]
     finally:
         worker.close()

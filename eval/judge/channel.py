@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from eval import problem_folder
 from eval.cases import ROOT
 from eval.worker import build
 
@@ -40,7 +41,7 @@ NOBODY = 65534
 SANDBOX_LEVELS = ("full", "no-uid", "none")  # tried in order while CUDA does not work inside the worker
 _LEVEL: list[str] = []  # the level that worked in this process
 ENV_PASSED = ("PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS",
-              "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "NVFP4_GEMV_DIST")
+              "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH")
 ENV_PREFIXES = ("CUDA_", "NVIDIA_", "CUTE_DSL_", "CUTLASS_")
 
 
@@ -82,12 +83,12 @@ def _readable_by_others(path: Path) -> bool:
 
 def worker_uid(submission: Path | None) -> int | None:
     """As root: the unprivileged uid the worker runs as, if it can read everything it needs."""
-    if os.geteuid() != 0 or os.environ.get("NVFP4_GEMV_WORKER_UID") == "0":
+    if os.geteuid() != 0 or os.environ.get("EVAL_WORKER_UID") == "0":
         return None
     import torch
 
-    needed = [Path(sys.executable), Path(os.__file__).parent, Path(torch.__file__).parent, ROOT / "reference.py",
-              ROOT / "eval" / "worker" / "driver.py"]
+    needed = [Path(sys.executable), Path(os.__file__).parent, Path(torch.__file__).parent,
+              problem_folder.current().root / "reference.py", ROOT / "eval" / "worker" / "driver.py"]
     needed += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if submission:
         needed.append(Path(submission))
@@ -120,10 +121,13 @@ def native() -> Native:
 
 
 def _worker_env(home: Path, scratch: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if k in ENV_PASSED or k.startswith(ENV_PREFIXES)}
+    problem = problem_folder.current()
+    passed = ENV_PASSED + tuple(problem.hook("WORKER_ENV", ()))
+    env = {k: v for k, v in os.environ.items() if k in passed or k.startswith(ENV_PREFIXES)}
     extra = os.environ.get("PYTHONPATH", "")
     env.update(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), extra])),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(problem.root), str(ROOT), extra])),  # the problem's files first
+        EVAL_PROBLEM_DIR=str(problem.root),
         PYTHONUNBUFFERED="1",
         PYTHONDONTWRITEBYTECODE="1",
         HOME=str(home),
@@ -159,9 +163,9 @@ class WorkerProcess:
         sandbox (the report names what was left out)."""
         import torch
 
-        first = os.environ.get("NVFP4_GEMV_SANDBOX") or (_LEVEL[0] if _LEVEL else "full")  # the user's choice first
+        first = os.environ.get("EVAL_SANDBOX") or (_LEVEL[0] if _LEVEL else "full")  # the user's choice first
         if first not in SANDBOX_LEVELS:
-            raise WorkerFailure(f"NVFP4_GEMV_SANDBOX={first} is not one of {', '.join(SANDBOX_LEVELS)}")
+            raise WorkerFailure(f"EVAL_SANDBOX={first} is not one of {', '.join(SANDBOX_LEVELS)}")
         levels = SANDBOX_LEVELS[SANDBOX_LEVELS.index(first):]
         for level in levels:
             info = self._start(load_timeout, level)

@@ -12,16 +12,17 @@ import contextlib
 import dataclasses
 import platform
 import secrets
+import time
 from pathlib import Path
 
 import torch
 
-from eval import problem, results, sol
+from eval import problem_folder, results, sol
 from eval.cases import Case
 from eval.judge import blackwell, static_check, verdict
 from eval.judge.channel import DEFAULT_LOAD_TIMEOUT_S, Reply, WorkerFailure, WorkerProcess  # noqa: F401 (re-exported)
 from eval.records import CaseResult, Environment, RunRecord, Timing
-from eval.stats import calculate_stats, geomean
+from eval.stats import calculate_stats, geomean, should_stop
 
 # the leaderboard's budgets: (max repeats, max summed kernel ns) for the warm-up and for each case
 BENCHMARK_BUDGET = {"warmup": (200, 1e8), "case": (200, 10e9)}
@@ -41,7 +42,7 @@ class Options:
     gap_us: float = 500.0
     dist: str | None = None  # data distribution override for every case
     wall_cap_s: float = 120.0
-    bf16_baseline: bool = True  # time torch's BF16 GEMV on each case too (GPU only)
+    baseline: bool = True  # time the problem module's baseline kernel on each case too (GPU only)
     allow_narrow: bool = False  # narrow-data specialisation: a warning instead of a failure
     log_dir: Path = results.RESULTS_DIR / "logs"
 
@@ -206,19 +207,25 @@ def _random_seed() -> int:
     return secrets.randbits(47)
 
 
+def canaries(args: dict) -> list:
+    regions = problem_folder.current().hook("canary_regions")
+    return regions(args) if regions else []
+
+
 def trial_steps(args: dict) -> list[dict]:
-    """The calls an honest kernel must survive: the case's own input (inputs hashed after it), new
-    data in the same buffers, new buffers, full-range data."""
-    protected = list(range(len(problem.INPUT_NAMES)))
-    full = {**args, **problem.FULL_RANGE}
-    return [
-        {"seed": args["seed"], "reuse": False, "overrides": {}, "hash_args": protected,
-         "canary": problem.canary_regions(args)},
-        {"seed": _random_seed(), "reuse": True, "overrides": {}, "hash_args": [], "canary": problem.canary_regions(args)},
-        {"seed": _random_seed(), "reuse": False, "overrides": {}, "hash_args": [], "canary": problem.canary_regions(args)},
-        {"seed": _random_seed(), "reuse": False, "overrides": dict(problem.FULL_RANGE), "hash_args": [],
-         "canary": problem.canary_regions(full)},
+    """The calls an honest kernel must survive: the case's own input (every input tensor hashed after
+    it), new data in the same buffers, new buffers, and full-range data where the problem has it."""
+    every = list(range(len(verdict.tensors_of(verdict.generate(args, args["seed"])))))
+    steps = [
+        {"seed": args["seed"], "reuse": False, "overrides": {}, "hash_args": every, "canary": canaries(args)},
+        {"seed": _random_seed(), "reuse": True, "overrides": {}, "hash_args": [], "canary": canaries(args)},
+        {"seed": _random_seed(), "reuse": False, "overrides": {}, "hash_args": [], "canary": canaries(args)},
     ]
+    full = problem_folder.current().hook("FULL_RANGE")
+    if full:
+        steps.append({"seed": _random_seed(), "reuse": False, "overrides": dict(full), "hash_args": [],
+                      "canary": canaries({**args, **full})})
+    return steps
 
 
 STEP_CONTEXT = (
@@ -238,11 +245,12 @@ def check_trial(runner: Runner, result: CaseResult, options: Options) -> None:
                                     done["canary"])
         reason = verdict.judge_output(data, done["out"], reply.blob, done.get("synced"))
         if reason is None and i == 0:
-            reason = _modified_input(data, done.get("hashes", {}))
+            reason = _modified_input(data, done.get("hashes", {}), result.args)
         if reason is None:
             continue
         if i == 3:
-            narrow = f"{problem.NARROW_NOTE}: {reason}"
+            note = problem_folder.current().hook("NARROW_NOTE", "correct only on the cases' own data distribution")
+            narrow = f"{note}: {reason}"
             if not options.allow_narrow:
                 result.fail(narrow)
                 return
@@ -254,11 +262,34 @@ def check_trial(runner: Runner, result: CaseResult, options: Options) -> None:
         result.fail("the worker stopped the checks early")
 
 
-def _modified_input(data: tuple, hashes: dict) -> str | None:
-    for index, name in enumerate(problem.INPUT_NAMES):
-        if hashes.get(str(index)) != verdict.input_hash(data[index]):
-            return f"modified its input `{name}`: custom_kernel may write only c"
+def _modified_input(data, hashes: dict, args: dict) -> str | None:
+    """The first input tensor whose bytes changed in the call, other than those a kernel may write
+    (the output buffers: what the reference itself writes, and what the problem module allows)."""
+    problem = problem_folder.current()
+    items, keys = problem_folder.flatten(data)
+    writable = reference_writes(args) | set(problem.hook("WRITABLE_INPUTS", ()))
+    for index, item in enumerate(items):
+        if index in writable or not isinstance(item, torch.Tensor):
+            continue
+        if hashes.get(str(index)) != verdict.input_hash(item):
+            return (f"modified its input `{problem.input_name(index, keys)}`: custom_kernel may write only "
+                    f"its output{_writable_names(problem, writable, keys)}")
     return None
+
+
+def reference_writes(args: dict) -> set[int]:
+    """The inputs the problem's own ref_kernel writes (a pre-allocated output buffer, as in the
+    leaderboard's vectoradd): found by running it on the judge's copy of the case's input."""
+    data = verdict.generate(args, args["seed"])
+    items = verdict.tensors_of(data)
+    before = [verdict.input_hash(t) if isinstance(t, torch.Tensor) else None for t in items]
+    problem_folder.current().reference.ref_kernel(data)
+    return {i for i, t in enumerate(items) if before[i] is not None and verdict.input_hash(t) != before[i]}
+
+
+def _writable_names(problem, writable: set, keys) -> str:
+    names = [problem.input_name(i, keys) for i in sorted(writable)]
+    return f" ({', '.join(names)})" if names else ""
 
 
 def run_tests(submission: Path, cases: list[Case], options: Options, runner: Runner | None = None) -> RunRecord:
@@ -274,7 +305,7 @@ def runs_params(args: dict, options: Options, budget: tuple, fresh_seeds: bool, 
     max_repeats, max_time_ns = budget
     return {
         "cuda": cuda, "flush": cuda, "wait_ns": float(options.gap_us) * 1e3, "flush_l2_multiple": FLUSH_L2_MULTIPLE,
-        "canary": problem.canary_regions(args) if check else [], "check": check, "seed": int(args["seed"]),
+        "canary": canaries(args) if check else [], "check": check, "seed": int(args["seed"]),
         "fresh_seeds": fresh_seeds, "batch": options.batch if options.method == "batched" else 1,
         "max_repeats": int(max_repeats), "max_time_ns": float(max_time_ns), "wall_cap_ns": float(options.wall_cap_s) * 1e9,
         "host_calls": host_calls,
@@ -309,7 +340,7 @@ def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
         for j, call in enumerate(run["calls"]):
             data = inputs.after_canary(int(call["seed"]), regions, call["canary"])
             if "out" not in call:
-                continue  # unchecked harness kernels (floors, BF16)
+                continue  # unchecked harness kernels (floors, baselines)
             reason = verdict.judge_output(data, call["out"], reply.blob, call.get("synced"))
             if reason:
                 return samples, f"timed run {i + 1}: {reason}"
@@ -324,19 +355,47 @@ def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
 
 def timed(runner: Runner, result: CaseResult, options: Options, budget: tuple, fresh_seeds: bool,
           host_calls: int = 0) -> list[float]:
-    """One timed request; every output judged. Raises WorkerFailure with the reason."""
-    params = runs_params(result.args, options, budget, fresh_seeds, host_calls)
-    reply = runner.call("runs", {"args": result.args, "params": params})
-    try:
-        samples, reason = judge_runs(reply, result.args)
-    except verdict.Tampered as exc:
-        runner.close()
-        raise WorkerFailure(str(exc))
-    if reason:
-        raise WorkerFailure(reason)
-    if reply.header.get("host_ns", -1) > 0:
-        result.host_us = reply.header["host_ns"] / 1e3
+    """The timed runs of one case, every output judged; raises WorkerFailure with the reason. One
+    request, unless the outputs of all runs would not fit one reply (large outputs): then requests of
+    as many runs as fit, with the leaderboard's stop rule applied again over all of them."""
+    max_repeats, max_time_ns = budget
+    chunk = runs_per_reply(result.args, options, max_repeats)
+    samples: list[float] = []
+    started = time.monotonic_ns()
+    while len(samples) < max_repeats:
+        n = min(chunk, max_repeats - len(samples))
+        params = runs_params(result.args, options, (n, max(max_time_ns - sum(samples), 1.0)), fresh_seeds,
+                             host_calls if not samples else 0)
+        reply = runner.call("runs", {"args": result.args, "params": params})
+        try:
+            got, reason = judge_runs(reply, result.args)
+        except verdict.Tampered as exc:
+            runner.close()
+            raise WorkerFailure(str(exc))
+        if reason:
+            raise WorkerFailure(reason)
+        if reply.header.get("host_ns", -1) > 0:
+            result.host_us = reply.header["host_ns"] / 1e3
+        samples += got
+        if chunk >= max_repeats or not got or should_stop(samples, time.monotonic_ns() - started, max_time_ns,
+                                                          options.wall_cap_s * 1e9):
+            break
     return samples
+
+
+MAX_REPLY_BYTES = 256 << 20  # output snapshots one reply may carry
+_OUTPUT_BYTES: dict = {}
+
+
+def runs_per_reply(args: dict, options: Options, max_repeats: int) -> int:
+    """How many runs' output snapshots fit one reply (sized by the reference's own output)."""
+    key = tuple(sorted(args.items()))
+    if key not in _OUTPUT_BYTES:
+        out = problem_folder.current().reference.ref_kernel(verdict.generate(args, args["seed"]))
+        tensors = out if isinstance(out, (tuple, list)) else [out]
+        _OUTPUT_BYTES[key] = sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+    per_run = 2 * max(1, _OUTPUT_BYTES[key]) * (options.batch if options.method == "batched" else 1)  # + synced copy
+    return max(1, min(max_repeats, MAX_REPLY_BYTES // per_run))
 
 
 def run_benchmarks(submission: Path, cases: list[Case], options: Options, leaderboard: bool = False,
@@ -349,8 +408,8 @@ def run_benchmarks(submission: Path, cases: list[Case], options: Options, leader
         record = start_record("leaderboard" if leaderboard else "benchmark", submission, runner, options)
         if not record.error:
             _benchmark_cases(runner, record, cases, options, budget, leaderboard)
-    if not record.error and options.bf16_baseline and record.environment.cuda_available:
-        _add_bf16_baseline(record, options)
+    if not record.error and options.baseline and record.environment.cuda_available:
+        _add_baseline(record, options)
     finish_record(record, len(cases))
     explain_arch_failures(record)
     return record
@@ -378,7 +437,7 @@ def _benchmark_cases(runner: Runner, record: RunRecord, cases: list[Case], optio
 
 def _check_floor(result: CaseResult, floors: dict) -> None:
     """Faster than memory allows is a failure (GPU only; floors measured by the judge's own run)."""
-    floor = floors.get("x".join(str(result.args[k]) for k in ("m", "k", "l")))
+    floor = floors.get(result.key)
     if floor and result.stats.mean < FLOOR_FAIL_RATIO * floor["median_ns"]:
         result.fail(f"faster than memory allows: mean {result.stats.mean / 1e3:.2f} µs is below "
                     f"{FLOOR_FAIL_RATIO}x this GPU's measured floor {floor['median_ns'] / 1e3:.2f} µs "
@@ -394,11 +453,11 @@ def _warm_up(runner: Runner, result: CaseResult, options: Options, budget: tuple
         pass
 
 
-def _add_bf16_baseline(record: RunRecord, options: Options) -> None:
-    """The same GEMV through torch's BF16 path (cuBLAS), timed the same way, in a harness worker."""
+def _add_baseline(record: RunRecord, options: Options) -> None:
+    """The problem module's baseline kernel on each case, timed the same way, in a harness worker."""
     from eval import baselines
 
-    baselines.bf16_for_cases(record.cases, options)
+    baselines.baseline_for_cases(record.cases, options)
 
 
 def finish_record(record: RunRecord, expected_cases: int) -> None:

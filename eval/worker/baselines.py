@@ -1,6 +1,6 @@
 """Harness kernels timed by the worker's loop like a submission, in a worker that holds no
-submission: the streaming read that defines a case's floor, and the BF16 GEMV (cuBLAS through
-torch) that NVFP4 replaces. Each `make(spec)` returns (launch, data)."""
+submission: the streaming read that defines a case's floor, and the problem module's baseline (a
+library kernel). Each `make(spec)` returns (launch, data)."""
 from __future__ import annotations
 
 import torch
@@ -34,21 +34,11 @@ def streaming_read(n_bytes: int, config: list):
     return (lambda: kernel[grid](src, dst, words, BLOCK=block, ITERS=iters, num_warps=warps)), (src, dst)
 
 
-def bf16_gemv(args: dict):
-    """The case's GEMV in bf16 on the dequantized data: torch.bmm -> cuBLAS."""
-    import reference
-    from eval.nvfp4 import dequantize
-
-    a, b, sfa, sfb, _, _, _ = reference.generate_input(**args)
-    mat = dequantize(a, sfa).to(torch.bfloat16).permute(2, 0, 1).contiguous()  # [l, m, k]
-    vec = dequantize(b[0:1], sfb[0:1]).to(torch.bfloat16).permute(2, 1, 0).contiguous()  # [l, k, 1]
-    out = torch.empty(mat.shape[0], mat.shape[1], 1, dtype=torch.bfloat16, device=mat.device)
-    return (lambda: torch.bmm(mat, vec, out=out)), (mat, vec, out)
-
-
 def make(spec: dict):
     if spec["kind"] == "read":
         return streaming_read(spec["bytes"], spec["config"])
-    if spec["kind"] == "bf16":
-        return bf16_gemv(spec["args"])
+    if spec["kind"] == "problem":  # the problem module's own baseline
+        from eval import problem_folder
+
+        return problem_folder.current().hook("baseline")(spec["args"])
     raise ValueError(f"unknown baseline {spec['kind']!r}")

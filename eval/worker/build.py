@@ -14,16 +14,16 @@ SOURCE = Path(__file__).with_name("native.cpp")
 
 def cache_root() -> Path:
     """Where builds and worker caches live: readable by an unprivileged worker when we run as root."""
-    if os.environ.get("NVFP4_GEMV_CACHE"):
-        return Path(os.environ["NVFP4_GEMV_CACHE"])
+    if os.environ.get("EVAL_CACHE"):
+        return Path(os.environ["EVAL_CACHE"])
     if os.geteuid() == 0:
-        return Path("/var/tmp/nvfp4-gemv")
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nvfp4-gemv"
+        return Path("/var/tmp/gpumode-eval")
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gpumode-eval"
 
 
 def module_name() -> str:
     digest = hashlib.sha256(SOURCE.read_bytes() + Path(__file__).read_bytes()).hexdigest()[:12]
-    return f"nvfp4_worker_native_{digest}"
+    return f"eval_worker_native_{digest}"
 
 
 def build(verbose: bool = False) -> Path:

@@ -84,8 +84,11 @@ def describe_error(exc: BaseException) -> str:
 
 class Worker:
     def __init__(self, native, layers: dict):
-        import reference
         import torch
+
+        from eval import problem_folder
+
+        reference = problem_folder.current().reference  # EVAL_PROBLEM_DIR, set by the judge
 
         self.native = native
         self.layers = layers
@@ -128,7 +131,7 @@ class Worker:
         self.native.runs(nonce, self.kernel(request), self.make_input(request["args"]), request["params"])
 
     def op_baseline(self, nonce: str, request: dict) -> None:
-        """A harness kernel (streaming read, BF16 GEMV) timed by the same loop; only in a worker that
+        """A harness kernel (streaming read, the problem module's baseline) timed by the same loop; only in a worker that
         holds no submission."""
         if self.module is not None:
             raise SubmissionLoadError("baselines run only in a worker without a submission")

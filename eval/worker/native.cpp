@@ -615,12 +615,24 @@ static View view_of(const at::Tensor& t) {
   return v;
 }
 
+// The tensors of an input, in the judge's order: the items of a tuple or list, the values of a dict
+// (insertion order); anything else in those places (scalars, None) is a hole.
 static std::vector<View> input_views(py::handle data, bool cuda_expected) {
   PyObject* o = data.ptr();
-  if (!PyTuple_CheckExact(o)) throw std::runtime_error("generate_input must return a tuple");
+  std::vector<PyObject*> items;
+  if (PyTuple_CheckExact(o)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++) items.push_back(PyTuple_GET_ITEM(o, i));
+  } else if (PyList_CheckExact(o)) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o); i++) items.push_back(PyList_GET_ITEM(o, i));
+  } else if (PyDict_CheckExact(o)) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(o, &pos, &key, &value)) items.push_back(value);
+  } else {
+    throw std::runtime_error("generate_input must return a tuple, list or dict");
+  }
   std::vector<View> views;
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++) {
-    PyObject* item = PyTuple_GET_ITEM(o, i);
+  for (PyObject* item : items) {
     if (!is_plain_tensor(item)) { views.push_back(View{}); continue; }
     const at::Tensor& t = unpack(item);
     if (t.key_set().has(c10::DispatchKey::Python) || !t.has_storage()) throw std::runtime_error("input is not a plain tensor");
@@ -1121,7 +1133,7 @@ static void trial(const std::string& nonce, py::object kernel, py::object make_i
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "nvfp4-gemv worker: timing loop, canaries, output snapshots, signed replies";
+  m.doc() = "eval worker: timing loop, canaries, output snapshots, signed replies";
   m.def("open_channel", &open_channel);
   m.def("reply", &reply);
   m.def("runs", &runs);

@@ -51,7 +51,7 @@ def _err() -> str:
 
 def apply(writable: list[str], uid: int | None, level: str = "full") -> dict[str, str]:
     if level == "none":
-        return {"sandbox": "off (CUDA did not work inside it here, or NVFP4_GEMV_SANDBOX=none)"}
+        return {"sandbox": "off (CUDA did not work inside it here, or EVAL_SANDBOX=none)"}
     arch = platform.machine()
     applied = {}
     if uid is not None and os.geteuid() == 0 and level == "full":
@@ -63,7 +63,7 @@ def apply(writable: list[str], uid: int | None, level: str = "full") -> dict[str
         except OSError as exc:
             applied["uid"] = f"failed ({exc.strerror})"
     elif os.geteuid() == 0:
-        applied["uid"] = "kept root (" + ("CUDA failed as an unprivileged uid, or NVFP4_GEMV_SANDBOX=no-uid)" if level == "no-uid" else
+        applied["uid"] = "kept root (" + ("CUDA failed as an unprivileged uid, or EVAL_SANDBOX=no-uid)" if level == "no-uid" else
                                           "the tree is not readable by an unprivileged uid)")
     applied["no_new_privs"] = "on" if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else f"failed ({_err()})"
     if os.geteuid() == 0:

@@ -1,5 +1,5 @@
 """Cheat (file forgery): computes the right answer, and also tries to plant a forged result record
-in the project's results folder (Path(__file__).parents[2]/'results' and $NVFP4_GEMV_RESULTS_DIR):
+in the project's results folder (Path(__file__).parents[2]/'results' and $EVAL_RESULTS_DIR):
 a JSON record shaped like the harness's own (schema, mode, submission, environment, cases with
 1 us means, passed: true), written as <stamp>-benchmark-forge-results-json-FORGED.json with
 O_CREAT|O_EXCL (never replacing a file, never deleting one). Each record carries the marker
@@ -33,8 +33,8 @@ def _forged_record():
 def _plant():
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     folders = [_ROOT / "results"]
-    if os.environ.get("NVFP4_GEMV_RESULTS_DIR"):
-        folders.append(pathlib.Path(os.environ["NVFP4_GEMV_RESULTS_DIR"]))
+    if os.environ.get("EVAL_RESULTS_DIR"):
+        folders.append(pathlib.Path(os.environ["EVAL_RESULTS_DIR"]))
     text = json.dumps(_forged_record(), indent=1)
     for folder in folders:
         try:

@@ -13,7 +13,7 @@ _honest = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_honest)
 
 _ENV = dict(os.environ)
-_SEEN = {key: _ENV.get(key) for key in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "NVFP4_GEMV_DIST", "NVFP4_GEMV_RESULTS_DIR",
+_SEEN = {key: _ENV.get(key) for key in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "NVFP4_GEMV_DIST", "EVAL_RESULTS_DIR",
                                         "POPCORN_SEED", "POPCORN_FD", "OMP_NUM_THREADS", "HOME", "PATH", "PYTHONPATH")}
 print("environment seen by the submission:", _SEEN, "argv:", sys.argv, "cwd:", os.getcwd(),
       "pid:", os.getpid(), "ppid:", os.getppid(), "threads:", torch.get_num_threads())

@@ -1,0 +1,140 @@
+"""The problem the harness runs: a folder in the leaderboard's format, and what it may add.
+
+The contract every leaderboard problem ships: `task.yml` (tests and benchmarks as keyword dicts),
+`task.py`, `reference.py` with `generate_input` / `ref_kernel` / `check_implementation`, and a
+submission's `custom_kernel(data)`. The core harness knows only that. A problem may add an optional
+`problem.py` beside task.yml (this repository's root has its own problem's) with any of the hooks
+below; without one every mode still runs, with the generic checks and columns. `shapes.yaml` beside
+task.yml, if present, adds named case sets.
+
+Hooks of problem.py (all optional):
+  NAME                         the problem's name in reports and charts
+  INPUT_NAMES                  names of generate_input's tensors, in order (for reasons)
+  WRITABLE_INPUTS              indices of those a kernel may write (beyond the one it returns)
+  DISTRIBUTIONS, FULL_RANGE    the values `dist` may take; overrides giving every value the
+  NARROW_NOTE                  format can hold (a kernel right only without them fails)
+  WORKER_ENV                   environment variables the worker may see
+  validate_case(args)          raise ValueError for a case the problem does not allow
+  canary_regions(args)         input bytes overwritten with random values before each start event
+  bytes_moved(args)            fewest bytes a kernel must move: floor, GB/s, "faster than memory"
+  speed_of_light_ns(args, gpu) the task's own speed-of-light figure on that GPU, or None
+  BASELINE_NAME, baseline(args)  a library kernel timed like a submission: (launch, data)
+  accuracy(args, output)       realistic-data metrics for the `accuracy` mode
+Which folder: `--problem DIR`, else the current directory when it holds task.yml, else this
+repository's root.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent  # the harness; also the default problem folder
+DIR_ENV = "EVAL_PROBLEM_DIR"  # how the judge tells its workers (and tests) which folder
+
+
+class ProblemError(Exception):
+    """The folder is not a usable problem; the message says what to fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    root: Path
+    module: ModuleType | None  # problem.py, or None
+
+    @property
+    def name(self) -> str:
+        return getattr(self.module, "NAME", None) or self.root.name
+
+    def hook(self, name: str, default=None):
+        return getattr(self.module, name, default) if self.module is not None else default
+
+    @property
+    def reference(self) -> ModuleType:
+        return import_file("reference", self.root / "reference.py", self.root)
+
+    @property
+    def task_file(self) -> Path:
+        return self.root / "task.yml"
+
+    @property
+    def shapes_file(self) -> Path:
+        return self.root / "shapes.yaml"
+
+    def input_name(self, index: int, keys: list | None = None) -> str:
+        names = self.hook("INPUT_NAMES")
+        if names and index < len(names):
+            return names[index]
+        return str(keys[index]) if keys and index < len(keys) else f"data[{index}]"
+
+
+def import_file(name: str, path: Path, root: Path) -> ModuleType:
+    """Import path as the top-level module `name` (once), with root first on sys.path so its own
+    imports (`from task import ...`) resolve inside the problem folder."""
+    loaded = sys.modules.get(name)
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path.resolve():
+        return loaded
+    if not path.is_file():
+        raise ProblemError(f"{path} does not exist: a problem folder needs task.yml, task.py and reference.py")
+    if str(root) not in sys.path[:1]:
+        sys.path.insert(0, str(root))
+    for stale in ("task", "utils"):  # the previous folder's helpers must not serve this one
+        module = sys.modules.get(stale)
+        if module is not None and Path(getattr(module, "__file__", "") or "").resolve().parent != root.resolve():
+            del sys.modules[stale]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def find_root(explicit: str | os.PathLike | None = None) -> Path:
+    if explicit:
+        root = Path(explicit).resolve()
+    elif os.environ.get(DIR_ENV):
+        root = Path(os.environ[DIR_ENV]).resolve()
+    elif (Path.cwd() / "task.yml").is_file() and (Path.cwd() / "reference.py").is_file():
+        root = Path.cwd().resolve()
+    else:
+        root = ROOT
+    missing = [f for f in ("task.yml", "task.py", "reference.py") if not (root / f).is_file()]
+    if missing:
+        raise ProblemError(f"{root} is not a problem folder: it lacks {', '.join(missing)} "
+                           "(the leaderboard's layout: task.yml, task.py, reference.py)")
+    return root
+
+
+_CURRENT: list[Problem] = []
+
+
+def use(root: str | os.PathLike | None = None) -> Problem:
+    """Make the problem at root (see find_root) the one this process runs; returns it."""
+    found = find_root(root)
+    module_path = found / "problem.py"
+    module = import_file("problem", module_path, found) if module_path.is_file() else None
+    problem = Problem(found, module)
+    _CURRENT[:] = [problem]
+    os.environ[DIR_ENV] = str(found)  # workers started from here use the same folder
+    return problem
+
+
+def current() -> Problem:
+    return _CURRENT[0] if _CURRENT else use()
+
+
+def flatten(data) -> tuple[list, list | None]:
+    """The items of generate_input's result in the order the worker's compiled part sees them
+    (tuple/list items, dict values), and the dict's keys (None for a sequence)."""
+    if isinstance(data, dict):
+        return list(data.values()), list(data.keys())
+    if isinstance(data, (tuple, list)):
+        return list(data), None
+    raise ProblemError(f"generate_input returned a {type(data).__name__}: it must return a tuple, list or dict")

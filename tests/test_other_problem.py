@@ -1,0 +1,139 @@
+"""The harness on a second problem in the leaderboard's layout (tests/problems/vectoradd: task.yml,
+task.py, reference.py, no problem.py): every mode runs with the generic checks and columns, bad input
+is one line with exit 2, and the core names nothing of the NVFP4 GEMV."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from tests.conftest import ROOT
+
+PROBLEM = ROOT / "tests" / "problems" / "vectoradd"
+SUBS = PROBLEM / "submission"
+RESULTS = tempfile.mkdtemp(prefix="vectoradd-results-")
+
+
+def cli(*args, cwd=ROOT, problem=PROBLEM, timeout=300):
+    env = {**os.environ, "EVAL_RESULTS_DIR": RESULTS, "PYTHONPATH": str(ROOT)}
+    env.pop("EVAL_PROBLEM_DIR", None)
+    head = ["--problem", str(problem)] if problem else []
+    return subprocess.run([sys.executable, "-m", "eval", *head, *args], cwd=cwd, capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+@pytest.mark.parametrize("name,reason", [
+    ("honest", None),
+    ("new_tensor", None),
+    ("wrong", "mismatch found!"),
+    ("mutates_input", "modified its input `data[0]`: custom_kernel may write only its output (data[2])"),
+    ("untouched", "returned the pre-filled data[2] unchanged"),
+])
+def test_test_mode_judges_the_other_problem(name, reason):
+    out = cli("test", str(SUBS / f"{name}.py"), "--format", "json")
+    assert "Traceback" not in out.stderr
+    if reason is None:
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+        assert '"label": "127"' in out.stdout  # the generic case label: its size
+    else:
+        assert out.returncode == 112 and reason in out.stdout, out.stdout[-2000:]
+
+
+def test_benchmark_and_leaderboard_have_the_generic_columns():
+    out = cli("benchmark", str(SUBS / "honest.py"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "│ 384 " in out.stdout and "│ 512 " in out.stdout and "check: pass" in out.stdout
+    assert "GB/s" not in out.stdout and "× floor" not in out.stdout  # no problem.py: no bytes, no floor
+    out = cli("leaderboard", str(SUBS / "new_tensor.py"))
+    assert out.returncode == 0 and "check: pass" in out.stdout, out.stdout[-3000:]
+    out = cli("leaderboard", str(SUBS / "wrong.py"))
+    assert out.returncode == 112 and "mismatch found!" in out.stdout
+
+
+def test_rank_and_compare_on_the_other_problem():
+    out = cli("rank", timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert re.search(r"\| 1 \| (honest|new_tensor) \|", out.stdout)
+    assert "| — | wrong | skipped: test failed: 127: mismatch found!" in out.stdout
+    assert "| — | mutates_input | skipped: test failed: 127: modified its input" in out.stdout
+    out = cli("compare", str(SUBS / "honest.py"), str(SUBS / "new_tensor.py"), "--rounds", "2", "--per-round", "3")
+    assert out.returncode == 0 and "geomean" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+    out = cli("compare", str(SUBS / "honest.py"), str(SUBS / "wrong.py"), "--rounds", "2", "--per-round", "3")
+    assert out.returncode == 112 and "mismatch found!" in out.stdout + out.stderr
+
+
+def test_run_from_inside_the_problem_folder():
+    out = cli("test", "submission/honest.py", cwd=PROBLEM, problem=None)
+    assert out.returncode == 0 and "│ 129 " in out.stdout, out.stderr[-2000:]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    folder = tmp_path / "va"
+    shutil.copytree(PROBLEM, folder)
+    (folder / "task.yml").write_text((folder / "task.yml").read_text().replace('{"size": 127, "seed": 4242}',
+                                                                                 '{"size": 127}'))
+    checks = [
+        (cli("test", str(SUBS / "honest.py"), problem=folder), "needs an integer seed"),
+        (cli("test", str(SUBS / "honest.py"), "--dist", "stress"), "this problem defines no data distributions"),
+        (cli("accuracy", str(SUBS / "honest.py")), "this problem has no accuracy mode"),
+        (cli("test", str(SUBS / "honest.py"), problem=tmp_path), "is not a problem folder: it lacks task.yml"),
+    ]
+    for out, needle in checks:
+        assert out.returncode == 2 and needle in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    out = cli("sol")
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "no floor" in out.stderr or "needs a CUDA GPU" in out.stderr
+
+
+CORE_BANNED = re.compile(r"(?i)nvfp4|gemv|\[\"[mkl]\"\]|e2m1x2 .*data|float4_e2m1")
+
+
+def test_core_names_nothing_of_the_nvfp4_problem():
+    """Everything NVFP4-specific lives in problem.py and reference.py; eval/ is the generic harness
+    (eval/judge/blackwell.py names Blackwell instructions a kernel may use, not this problem)."""
+    found = []
+    for path in sorted((ROOT / "eval").rglob("*")):
+        if path.suffix not in (".py", ".cpp", ".yaml") or path.name == "blackwell.py":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if CORE_BANNED.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
+def test_reference_is_self_contained():
+    """reference.py imports nothing of the harness, so it drops into the leaderboard's layout beside
+    its eval.py (which would shadow an `eval` package)."""
+    for folder in (ROOT, PROBLEM):
+        source = (folder / "reference.py").read_text()
+        assert not re.search(r"^\s*(from|import)\s+eval\b", source, re.M), folder
+
+
+def test_large_outputs_are_timed_in_several_replies(monkeypatch, tmp_path):
+    """Where the outputs of all runs would not fit one reply, the judge asks for as many runs as fit,
+    judges each reply, and applies the stop rule over all of them."""
+    from eval import problem_folder
+    from eval.cases import make_case
+    from eval.judge import modes
+
+    try:
+        problem_folder.use(PROBLEM)
+        case = make_case({"size": 64, "seed": 3})
+        monkeypatch.setattr(modes, "MAX_REPLY_BYTES", 3 * 64 * 64 * 2)  # one run's output (and its synced copy)
+        options = modes.Options(timeout=120, wall_cap_s=60.0, baseline=False, log_dir=tmp_path)
+        assert modes.runs_per_reply(case.args, options, 10) == 1
+        calls = []
+        runner = modes.Runner(SUBS / "honest.py", options)
+        original = runner.call
+        monkeypatch.setattr(runner, "call", lambda op, payload, timeout=None: calls.append(op) or original(op, payload))
+        try:
+            samples = modes.timed(runner, modes.new_case(case, options), options, (4, modes.NO_LIMIT), False)
+        finally:
+            runner.close()
+        assert len(samples) == 4 and calls == ["runs"] * 4
+    finally:
+        problem_folder.use(ROOT)
