@@ -12,6 +12,7 @@ import yaml
 
 from eval import problem_folder
 from eval.records import size_key
+from eval.stats import RANKINGS
 
 ROOT = problem_folder.ROOT
 GPUS_FILE = Path(__file__).resolve().parent / "gpus.yaml"
@@ -88,7 +89,14 @@ def _load_task(path: Path) -> dict:
     for key in ("tests", "benchmarks"):
         if not isinstance(task.get(key), list) or not task[key]:
             raise ConfigError(f"{path.name} needs a non-empty list `{key}`")
+    if task.get("ranking_by", "geom") not in RANKINGS:
+        raise ConfigError(f"{path.name}: ranking_by {task['ranking_by']!r} is not one of {', '.join(RANKINGS)}")
     return task
+
+
+def ranking_by() -> str:
+    """How task.yml ranks a submission over its benchmarks (geom, mean or last)."""
+    return load_task().get("ranking_by", "geom")
 
 
 def load_shapes(path: Path | None = None) -> dict:

@@ -104,12 +104,24 @@ def table(record: RunRecord) -> str:
             console.print(case.report or case.error or "")
     else:
         console.print(benchmark_table(record, title))
-        console.print(f"geomean: {_us(record.geomean_ns)} µs" if record.geomean_ns else "geomean: — (not every case passed)")
+        label = score_label()
+        console.print(f"{label}: {_us(record.geomean_ns)} µs" if record.geomean_ns else f"{label}: — (not every case passed)")
     for line in notes(record):
         console.print(line)
     console.print(timer_note(record))
     console.print(f"check: {'pass' if record.passed else 'fail'}")
     return console.file.getvalue()
+
+
+def score_label() -> str:
+    """"geomean" (the leaderboard's ranking for these problems), else "score (mean|last)"."""
+    from eval.cases import ConfigError, ranking_by
+
+    try:
+        how = ranking_by()
+    except ConfigError:
+        how = "geom"
+    return "geomean" if how == "geom" else f"score ({how})"
 
 
 def benchmark_table(record: RunRecord, title: str) -> Table:
@@ -169,6 +181,6 @@ def markdown(record: RunRecord) -> str:
             f"{sol.gb_s if sol else 0:.0f} | {sol.pct_datasheet if sol and sol.pct_datasheet is not None else nan:.1f} | "
             f"{sol.x_floor if sol and sol.x_floor is not None else nan:.2f} |"
         )
-    lines.append(f"\ngeomean: {_us(record.geomean_ns)} µs")
+    lines.append(f"\n{score_label()}: {_us(record.geomean_ns)} µs")
     lines += notes(record)
     return "\n".join(lines)

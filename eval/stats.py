@@ -59,6 +59,18 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+RANKINGS = ("geom", "mean", "last")  # task.yml's ranking_by, as the leaderboard's RankCriterion
+
+
+def score(means: list[float], ranking_by: str = "geom") -> float:
+    """A submission's score over its benchmark means, by task.yml's ranking_by."""
+    if ranking_by == "mean":
+        return sum(means) / len(means)
+    if ranking_by == "last":
+        return means[-1]
+    return geomean(means)
+
+
 def _resampled_mean(samples: list[float], rng: random.Random) -> float:
     n = len(samples)
     return sum(samples[rng.randrange(n)] for _ in range(n)) / n

@@ -53,6 +53,19 @@ def test_benchmark_and_leaderboard_have_the_generic_columns():
     assert out.returncode == 112 and "mismatch found!" in out.stdout
 
 
+def test_ranking_by_from_task_yml(tmp_path):
+    """The score follows task.yml's ranking_by (the leaderboard's problems all use geom)."""
+    import json
+
+    folder = tmp_path / "va"
+    shutil.copytree(PROBLEM, folder)
+    (folder / "task.yml").write_text((PROBLEM / "task.yml").read_text().replace('ranking_by: "geom"', 'ranking_by: "last"'))
+    out = cli("benchmark", str(SUBS / "honest.py"), problem=folder)
+    assert out.returncode == 0 and "score (last):" in out.stdout, out.stderr[-2000:]
+    saved = json.loads(open(out.stderr.split("result: ")[1].split()[0]).read())
+    assert saved["geomean_ns"] == saved["cases"][-1]["stats"]["mean"]
+
+
 def test_rank_and_compare_on_the_other_problem():
     out = cli("rank", timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -84,6 +97,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     for out, needle in checks:
         assert out.returncode == 2 and needle in out.stderr, out.stderr
         assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    (folder / "task.yml").write_text((PROBLEM / "task.yml").read_text().replace('ranking_by: "geom"', 'ranking_by: "best"'))
+    out = cli("test", str(SUBS / "honest.py"), problem=folder)
+    assert out.returncode == 2 and "ranking_by 'best' is not one of geom, mean, last" in out.stderr
     out = cli("sol")
     assert out.returncode != 0 and "Traceback" not in out.stderr
     assert "no floor" in out.stderr or "needs a CUDA GPU" in out.stderr

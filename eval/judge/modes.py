@@ -18,11 +18,11 @@ from pathlib import Path
 import torch
 
 from eval import problem_folder, results, sol
-from eval.cases import Case
+from eval.cases import Case, ranking_by
 from eval.judge import blackwell, static_check, verdict
 from eval.judge.channel import DEFAULT_LOAD_TIMEOUT_S, Reply, WorkerFailure, WorkerProcess  # noqa: F401 (re-exported)
 from eval.records import CaseResult, Environment, RunRecord, Timing
-from eval.stats import calculate_stats, geomean, should_stop
+from eval.stats import calculate_stats, score, should_stop
 
 # the leaderboard's budgets: (max repeats, max summed kernel ns) for the warm-up and for each case
 BENCHMARK_BUDGET = {"warmup": (200, 1e8), "case": (200, 10e9)}
@@ -463,7 +463,7 @@ def _add_baseline(record: RunRecord, options: Options) -> None:
 def finish_record(record: RunRecord, expected_cases: int) -> None:
     means = [c.stats.mean for c in record.cases if c.passed and c.stats]
     record.passed = len(means) == expected_cases and expected_cases > 0
-    record.geomean_ns = geomean(means) if record.passed else None
+    record.geomean_ns = score(means, ranking_by()) if record.passed else None  # the score (task.yml's ranking_by)
 
 
 def samples(runner: Runner, result: CaseResult, options: Options, n: int) -> list[float]:
