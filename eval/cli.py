@@ -60,6 +60,9 @@ def run_options(default_cases: str):
                          help="Also write the formatted report to this file."),
             click.option("--allow-narrow", is_flag=True,
                          help="A kernel right only on the leaderboard's narrow data: warn instead of fail."),
+            click.option("--emulate-blackwell", is_flag=True,
+                         help="Exact stand-ins for Blackwell-only calls (torch._scaled_mm on FP4) on an older GPU: "
+                              "a correctness verdict; times are labelled emulated."),
         ]
         for option in reversed(options):
             fn = option(fn)
@@ -67,7 +70,8 @@ def run_options(default_cases: str):
     return decorate
 
 
-def make_options(method="per-call", batch=50, gap_us=500.0, timeout=600.0, dist=None, allow_narrow=False) -> modes.Options:
+def make_options(method="per-call", batch=50, gap_us=500.0, timeout=600.0, dist=None, allow_narrow=False,
+                 emulate_blackwell=False) -> modes.Options:
     if batch < 1:
         fail_usage("--batch must be at least 1")
     if timeout <= 0:
@@ -81,7 +85,7 @@ def make_options(method="per-call", batch=50, gap_us=500.0, timeout=600.0, dist=
         if dist not in choices:
             fail_usage(f"--dist {dist}: choose one of {', '.join(choices)}")
     return modes.Options(timeout=timeout, method=method, batch=batch, gap_us=gap_us, dist=dist,
-                         allow_narrow=allow_narrow)
+                         allow_narrow=allow_narrow, emulate_blackwell=emulate_blackwell)
 
 
 def emit(record: RunRecord, fmt: str, output: Path | None) -> None:
@@ -121,17 +125,17 @@ def main(problem_dir):
 @click.argument("sub", type=SUB)
 @run_options("tests")
 @handle_config_errors
-def test(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow):
+def test(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, emulate_blackwell):
     """Correctness on task.yml's tests, with the anti-cheat checks (judged outside the worker)."""
-    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow)
+    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow, emulate_blackwell)
     record = modes.run_tests(sub, case_files.select_cases(case_set), options)
     emit(record, fmt, output)
     sys.exit(0 if record.passed else EXIT_FAIL)
 
 
-def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, leaderboard: bool,
-               runner=None):
-    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow)
+def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, emulate_blackwell,
+               leaderboard: bool, runner=None):
+    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow, emulate_blackwell)
     record = modes.run_benchmarks(sub, case_files.select_cases(case_set), options, leaderboard=leaderboard,
                                   runner=runner)
     sol.annotate(record)
@@ -164,11 +168,11 @@ def leaderboard(**kwargs):
 @click.argument("sub", type=SUB, required=False)
 @run_options("benchmarks")
 @handle_config_errors
-def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow):
+def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, emulate_blackwell):
     """`make eval`: test on task.yml's tests, then benchmark; SUB defaults to the best runnable here."""
     sub = sub or best_runnable()
     click.echo(f"submission: {sub}", err=True)
-    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow)
+    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow, emulate_blackwell)
     with modes.runner_for(sub, options, None) as runner:  # one worker tests and benchmarks
         tested = modes.run_tests(sub, case_files.select_cases("tests"), options, runner)
         emit(tested, fmt, None)
@@ -176,7 +180,7 @@ def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_
             sys.exit(EXIT_FAIL)
         ensure_floors(tested.environment, case_files.select_cases(case_set), options)
         record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow,
-                            leaderboard=False, runner=runner)
+                            emulate_blackwell, leaderboard=False, runner=runner)
     sys.exit(0 if record.passed else EXIT_FAIL)
 
 
@@ -185,9 +189,9 @@ def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_
 @run_options("benchmarks")
 @click.option("--ncu", is_flag=True, help="Run each case under Nsight Compute (ncu must be on PATH).")
 @handle_config_errors
-def profile(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, ncu):
+def profile(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, emulate_blackwell, ncu):
     """Torch profiler table of the submission's kernels per case (or Nsight Compute with --ncu)."""
-    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow)
+    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow, emulate_blackwell)
     cases = case_files.select_cases(case_set)
     if ncu:
         sys.exit(_profile_ncu(sub, case_set, dist, timeout))

@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 
 from eval import results
-from eval.cases import Case
+from eval.cases import Case, ConfigError
 from eval.judge import modes
 from eval.stats import bootstrap_ratio, verdict
 
@@ -49,6 +49,8 @@ class Outcome:
 def _side(path: Path, options: modes.Options) -> Side:
     if path.suffix == ".json":
         record = results.load_record(path)
+        if record.timing.emulated:
+            raise ConfigError(f"{path.name} was measured with --emulate-blackwell: emulated times are not compared")
         samples = {c.spec: c.samples for c in record.cases if c.passed}
         return Side(name=f"{record.submission} ({path.name})", saved=samples)
     return Side(name=str(path), runner=modes.Runner(path, options))

@@ -35,6 +35,7 @@ class Timing:
     method: str = "per-call"
     batch: int | None = None
     gap_us: float = 500.0
+    emulated: list[str] = field(default_factory=list)  # --emulate-blackwell: what was emulated (not B200 times)
 
 
 @dataclass

@@ -42,6 +42,9 @@ def timer_note(record: RunRecord) -> str:
 def notes(record: RunRecord) -> list[str]:
     """Warnings that belong under every format: sandbox gaps, static findings, narrow data."""
     lines = []
+    if record.timing.emulated:
+        lines.append("EMULATED (--emulate-blackwell): " + "; ".join(record.timing.emulated)
+                     + ": a correctness verdict; these times are emulated, not B200 times")
     missing = [f"{k}: {v}" for k, v in record.environment.sandbox.items() if v != "on" and not v.startswith("dropped")]
     if missing:
         lines.append("warning: worker sandbox incomplete (" + "; ".join(missing) + ")")
@@ -54,9 +57,9 @@ def notes(record: RunRecord) -> list[str]:
 # -- popcorn (the leaderboard's key: value lines) -------------------------------------------------
 
 def popcorn(record: RunRecord) -> str:
-    lines = []
+    lines = [f"# {line}" for line in notes(record) if line.startswith("EMULATED")]
     if record.error:
-        return "\n".join([f"error: {record.error}", "check: fail"])
+        return "\n".join([*lines, f"error: {record.error}", "check: fail"])
     if record.mode == "test":
         lines.append(f"test-count: {len(record.cases)}")
         for i, case in enumerate(record.cases):
@@ -162,7 +165,8 @@ def benchmark_table(record: RunRecord, title: str) -> Table:
 # -- markdown -------------------------------------------------------------------------------------
 
 def markdown(record: RunRecord) -> str:
-    lines = [f"**{record.mode}** `{record.submission}` — {timer_note(record)}", ""]
+    lines = [f"**{record.mode}** `{record.submission}` — {timer_note(record)}",
+             *[f"_{line}_" for line in notes(record) if line.startswith("EMULATED")], ""]
     if record.error:
         return "\n".join(lines + [f"FAIL: {record.error}"])
     if record.mode == "test":

@@ -64,3 +64,15 @@ def test_our_submissions_are_only_explained_when_they_fail_for_the_architecture(
     source = (ROOT / "submission" / f"{name}.py").read_text()
     assert blackwell.explain(source, "mismatch found! custom implementation doesn't match", "9.0", "H100") is None
     assert blackwell.explain(source, "crashed: worker killed by SIGSEGV (segfault)", "9.0", "H100") is None
+
+
+def test_scaled_mm_submission_is_pointed_to_the_emulation():
+    """The leaderboard's reference-style submission (torch._scaled_mm, no FP4 dtype named in the
+    source) gets the one-line reason and the --emulate-blackwell way out."""
+    from tests.conftest import ROOT
+
+    source = (ROOT / "tests" / "blackwell" / "scaled_mm_fp4.py").read_text()
+    reason = blackwell.explain(source, "raised RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling "
+                               "cublasLtMatmul", "9.0", "NVIDIA H200")
+    assert reason.startswith("uses torch._scaled_mm on FP4 operands (line ")
+    assert "this GPU is sm_90 (NVIDIA H200)" in reason and "add --emulate-blackwell" in reason

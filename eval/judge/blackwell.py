@@ -18,10 +18,10 @@ FEATURES = (
     ("CuTe DSL Blackwell atoms (cute.nvgpu.tcgen05, SM100 MMA)", r"nvgpu\.tcgen05|\bSM100\w*|MmaF16BF16Op|Sm100", "sm_100a"),
     ("tcgen05 / TMEM / UMMA instructions", r"\btcgen05\b|\btcgen05\.|\bTMEM\b|\bUMMA\b|\btmem_", "sm_100a"),
     ("256-bit loads (.v8)", r"\bld\.[A-Za-z0-9_.:]*\.v8\.[a-z0-9]+", "sm_100"),
-    ("torch._scaled_mm on FP4 operands", r"_scaled_mm\b(?=[\s\S]*float4_e2m1fn_x2)|float4_e2m1fn_x2(?=[\s\S]*_scaled_mm\b)",
-     "sm_100 (cuBLAS has no FP4 GEMM below it)"),
+    ("torch._scaled_mm on FP4 operands", r"\b_scaled_mm\b", "sm_100 (cuBLAS has no FP4 GEMM below it)"),
     ("an sm_100a / sm_103a build target", r"\b(?:sm|compute)_10[03]a?\b|arch=compute_10[03]", "sm_100a"),
 )
+EMULATED = {"torch._scaled_mm on FP4 operands"}  # what --emulate-blackwell stands in for (eval/worker/emulation.py)
 ARCH_FAILURE = re.compile(
     r"no kernel image|CUBLAS_STATUS_NOT_SUPPORTED|NVVM|CompilerDiagnosticError|Error building extension|"
     r"not supported on \.target|requires \.target|ptxas|illegal instruction|Unsupported gpu architecture|"
@@ -33,6 +33,10 @@ class Feature:
     what: str
     line: int
     needs: str
+
+    @property
+    def emulated(self) -> bool:
+        return self.what in EMULATED
 
 
 def find(source: str) -> Feature | None:
@@ -56,4 +60,5 @@ def explain(source: str, failure: str, capability: str | None, gpu: str) -> str 
     arch = "sm_" + capability.replace(".", "")
     return (f"uses {feature.what} (line {feature.line}), which needs {feature.needs}; this GPU is {arch} ({gpu}): "
             "run it on a B200, or keep a path for this GPU (guard the sm_100 code with __CUDA_ARCH__ >= 1000, "
-            "as submission/v5.py does)")
+            "as submission/v5.py does)" + (", or add --emulate-blackwell to check its correctness here"
+                                           if feature.emulated else ""))

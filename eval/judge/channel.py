@@ -147,8 +147,9 @@ def _own(path: Path, uid: int | None) -> None:
 class WorkerProcess:
     """One worker process holding (at most) one imported submission."""
 
-    def __init__(self, submission: Path | None, log_path: Path):
+    def __init__(self, submission: Path | None, log_path: Path, emulate: bool = False):
         self.submission = Path(submission).resolve() if submission else None
+        self.emulate = emulate  # --emulate-blackwell: stand-ins installed before the submission loads
         self.log_path = Path(log_path)
         self.process: subprocess.Popen | None = None
         self.key = b""
@@ -205,7 +206,8 @@ class WorkerProcess:
         for fd in (req_r, rep_w, key_r):
             os.close(fd)
         self.request_fd, self.reply_fd = req_w, rep_r
-        reply = self.request("load", {"submission": str(self.submission) if self.submission else None}, load_timeout)
+        reply = self.request("load", {"submission": str(self.submission) if self.submission else None,
+                                      "emulate": self.emulate}, load_timeout)
         self.info = json.loads(reply.header.get("text") or "{}")
         return self.info
 

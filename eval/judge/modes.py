@@ -44,6 +44,7 @@ class Options:
     wall_cap_s: float = 120.0
     baseline: bool = True  # time the problem module's baseline kernel on each case too (GPU only)
     allow_narrow: bool = False  # narrow-data specialisation: a warning instead of a failure
+    emulate_blackwell: bool = False  # exact stand-ins for Blackwell-only calls (eval/worker/emulation.py)
     log_dir: Path = results.RESULTS_DIR / "logs"
 
 
@@ -55,7 +56,7 @@ class Runner:
         self.options = options
         name = Path(submission).stem if submission else "harness"
         self.log_path = options.log_dir / f"{results.now_stamp()}-{results.slug(name)}.log"
-        self.worker = WorkerProcess(submission, self.log_path)
+        self.worker = WorkerProcess(submission, self.log_path, emulate=options.emulate_blackwell)
         self.info: dict = {}
 
     def ensure(self) -> dict:
@@ -147,6 +148,7 @@ def start_record(mode: str, submission: Path | None, runner: Runner, options: Op
         record.error = f"could not load {submission}: {failure.reason}"
         info = {}
     record.environment = describe_environment(info.get("sandbox"))
+    record.timing.emulated = list(info.get("emulated") or [])
     return record
 
 

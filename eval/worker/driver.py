@@ -112,10 +112,15 @@ class Worker:
 
     # -- ops: each ends in exactly one reply ---------------------------------------------------
     def op_load(self, nonce: str, request: dict) -> None:
+        emulated = []
+        if request.get("emulate"):
+            from eval.worker import emulation
+
+            emulated = emulation.install()
         if request.get("submission"):
             self.module = load_submission(Path(request["submission"]))
         info = {"sandbox": self.layers, "python": platform.python_version(), "torch": self.torch.__version__,
-                "cuda": self.cuda}
+                "cuda": self.cuda, "emulated": emulated}
         self.native.reply(nonce, "ready", json.dumps(info))
 
     def check_device(self, request: dict) -> None:
