@@ -10,7 +10,7 @@ task.yml, if present, adds named case sets.
 Hooks of problem.py (all optional):
   NAME                         the problem's name in reports and charts
   INPUT_NAMES                  names of generate_input's tensors, in order (for reasons)
-  WRITABLE_INPUTS              indices of those a kernel may write (beyond the one it returns)
+  WRITABLE_INPUTS              indices of those a kernel may write (beyond those ref_kernel writes)
   DISTRIBUTIONS, FULL_RANGE    the values `dist` may take; overrides giving every value the
   NARROW_NOTE                  format can hold (a kernel right only without them fails)
   WORKER_ENV                   environment variables the worker may see
@@ -18,8 +18,10 @@ Hooks of problem.py (all optional):
   canary_regions(args)         input bytes overwritten with random values before each start event
   bytes_moved(args)            fewest bytes a kernel must move: floor, GB/s, "faster than memory"
   speed_of_light_ns(args, gpu) the task's own speed-of-light figure on that GPU, or None
-  BASELINE_NAME, baseline(args)  a library kernel timed like a submission: (launch, data)
-  accuracy(args, output)       realistic-data metrics for the `accuracy` mode
+  BASELINE_NAME, baseline(args)  a library kernel timed like a submission: (launch, data), and
+  baseline_bytes(args)         the bytes it moves
+  accuracy(args, output)       realistic-data metrics for the `accuracy` mode, on the data
+  ACCURACY_OVERRIDES/_NOTE     these keywords give (e.g. {"dist": "quantized"}), and its header
 Which folder: `--problem DIR`, else the current directory when it holds task.yml, else this
 repository's root.
 """
@@ -118,6 +120,12 @@ _CURRENT: list[Problem] = []
 def use(root: str | os.PathLike | None = None) -> Problem:
     """Make the problem at root (see find_root) the one this process runs; returns it."""
     found = find_root(root)
+    for name in ("reference", "task", "utils", "problem"):  # another folder's modules must not serve this one
+        module = sys.modules.get(name)
+        if module is not None and Path(getattr(module, "__file__", "") or "").resolve().parent != found:
+            del sys.modules[name]
+    if str(found) not in sys.path[:1]:
+        sys.path.insert(0, str(found))
     module_path = found / "problem.py"
     module = import_file("problem", module_path, found) if module_path.is_file() else None
     problem = Problem(found, module)
