@@ -69,3 +69,62 @@ def test_a_b200_submission_passes_only_with_the_flag(tmp_path):
     for fmt in ("popcorn", "markdown", "json"):
         out = cli("test", str(sub), "--cases", "smoke", "--emulate-blackwell", "--format", fmt)
         assert "emulate" in out.stdout, fmt
+
+
+def test_fp4_conversion_rewrite_is_exact_for_every_byte():
+    """The PTX stand-in for cvt.rn.f16x2.e2m1x2: magnitude bits at fp16 bits 9..11 (and 25..27),
+    signs at 15 and 31, times 2^14 in fp16 -- the same arithmetic, here in numpy-free torch."""
+    from eval.worker import nvcc_emulate
+
+    text = nvcc_emulate.rewrite_ptx("cvt.rn.f16x2.e2m1x2 %r1, q;")
+    assert "e2m1x2" not in text and "mul.rn.f16x2 %r1" in text
+    values = torch.tensor(emulation.FP4_VALUES)
+    for byte in range(256):
+        bits = ((byte & 7) << 9) | ((byte & 8) << 12) | ((byte & 112) << 21) | ((byte & 128) << 24)
+        halves = torch.tensor([bits & 0xFFFF, bits >> 16], dtype=torch.int32).to(torch.int16).view(torch.float16)
+        decoded = halves.float() * 2.0 ** 14
+        expected = torch.stack((values[byte & 15], values[byte >> 4]))
+        assert torch.equal(decoded, expected) and torch.equal(torch.signbit(decoded), torch.signbit(expected)), byte
+
+
+def test_wide_loads_and_stores_split_in_two():
+    from eval.worker import nvcc_emulate
+
+    out = nvcc_emulate.rewrite_ptx("ld.global.nc.L2::256B.v8.b32 {%r3,%r4,%r5,%r6,%r7,%r8,%r9,%r10}, [%rd1+32];")
+    assert out == ("ld.global.nc.v4.b32 {%r3, %r4, %r5, %r6}, [%rd1+32];\n\t"
+                   "ld.global.nc.v4.b32 {%r7, %r8, %r9, %r10}, [%rd1+48];")
+    out = nvcc_emulate.rewrite_ptx("st.global.v4.b64 [%rd2], {%rd3,%rd4,%rd5,%rd6};")
+    assert out == "st.global.v2.b64 [%rd2], {%rd3, %rd4};\n\tst.global.v2.b64 [%rd2+16], {%rd5, %rd6};"
+    untouched = "ld.global.nc.v4.b32 {%r1,%r2,%r3,%r4}, [%rd1];"
+    assert nvcc_emulate.rewrite_ptx(untouched) == untouched
+    assert nvcc_emulate.retarget(["-O3", "-gencode=arch=compute_100a,code=sm_100a"], "90a") == \
+        ["-O3", "-gencode=arch=compute_90a,code=sm_90a"]
+
+
+def test_b200_style_cuda_builds_for_hopper_only_through_the_rewrite(tmp_path):
+    """tests/blackwell/cuda_fp4_cvt_v8.py's device code: builds for sm_100a, fails for sm_90a with
+    plain nvcc (FP4 cvt, 256-bit loads), builds for sm_90a through eval/worker/nvcc_emulate.py."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc (CUDA toolkit) not installed")
+    source = (ROOT / "tests" / "blackwell" / "cuda_fp4_cvt_v8.py").read_text()
+    cuda = re.search(r'CUDA_SRC = r"""(.*?)"""', source, re.S).group(1).split("void gemv(")[0]
+    device = "\n".join(line for line in cuda.splitlines() if "torch/" not in line and "ATen/" not in line)
+    (tmp_path / "k.cu").write_text(device)
+
+    def build(*args, emulate=False):
+        head = [sys.executable, "-m", "eval.worker.nvcc_emulate", "90a"] if emulate else ["nvcc"]
+        return subprocess.run([*head, "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o"), *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+
+    assert build("-gencode=arch=compute_100a,code=sm_100a").returncode == 0
+    plain = build("-gencode=arch=compute_90a,code=sm_90a")
+    assert plain.returncode != 0 and "e2m1x2" in plain.stderr
+    emulated = build("-gencode=arch=compute_100a,code=sm_100a", emulate=True)
+    assert emulated.returncode == 0, emulated.stderr[-2000:]

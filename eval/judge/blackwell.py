@@ -21,7 +21,9 @@ FEATURES = (
     ("torch._scaled_mm on FP4 operands", r"\b_scaled_mm\b", "sm_100 (cuBLAS has no FP4 GEMM below it)"),
     ("an sm_100a / sm_103a build target", r"\b(?:sm|compute)_10[03]a?\b|arch=compute_10[03]", "sm_100a"),
 )
-EMULATED = {"torch._scaled_mm on FP4 operands"}  # what --emulate-blackwell stands in for (eval/worker/emulation.py)
+# what --emulate-blackwell stands in for (eval/worker/emulation.py, eval/worker/nvcc_emulate.py)
+EMULATED = {"torch._scaled_mm on FP4 operands", "the FP4 conversion cvt.*.e2m1x2", "256-bit loads (.v8)",
+            "an sm_100a / sm_103a build target"}
 ARCH_FAILURE = re.compile(
     r"no kernel image|CUBLAS_STATUS_NOT_SUPPORTED|NVVM|CompilerDiagnosticError|Error building extension|"
     r"not supported on \.target|requires \.target|ptxas|illegal instruction|Unsupported gpu architecture|"

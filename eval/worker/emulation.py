@@ -6,6 +6,9 @@ Times measured with it are emulated, not B200 times; the report says so.
 Covered: `torch._scaled_mm` with FP4 (float4_e2m1fn_x2) operands and e4m3 block scales in the
 blocked (swizzled) layout cuBLASLt uses, one scale per 16 elements: decoded exactly, products summed
 in float32 (as cuBLAS accumulates), rounded once to out_dtype. Other operand types call torch's own.
+CUDA built through torch's load_inline / load: built for this GPU through eval/worker/nvcc_emulate.py
+(PYTORCH_NVCC), which rewrites the FP4 conversion and 256-bit loads/stores exactly; such builds go
+to their own extension folder, so a later run without the flag never loads one.
 """
 from __future__ import annotations
 
@@ -47,6 +50,9 @@ def scaled_mm_fp4(a, b, scale_a, scale_b, bias=None, out_dtype=None, scale_resul
 
 def install() -> list[str]:
     """Put the stand-ins in place; returns what is emulated (for the report)."""
+    covered = ["torch._scaled_mm on FP4 operands (exact decode, float32 sums)"]
+    if torch.cuda.is_available():
+        covered.append(_install_nvcc())
     original = torch._scaled_mm
     fp4 = getattr(torch, "float4_e2m1fn_x2", None)
 
@@ -56,4 +62,20 @@ def install() -> list[str]:
         return original(a, b, scale_a, scale_b, *args, **kwargs)
 
     torch._scaled_mm = _scaled_mm
-    return ["torch._scaled_mm on FP4 operands (exact decode, float32 sums)"]
+    return covered
+
+
+def _install_nvcc() -> str:
+    import os
+    import sys
+
+    from torch.utils import cpp_extension
+
+    major, minor = torch.cuda.get_device_capability()
+    arch = f"{major}{minor}" + ("a" if major == 9 else "")
+    os.environ["EVAL_REAL_NVCC"] = cpp_extension._join_cuda_home("bin", "nvcc")
+    os.environ["PYTORCH_NVCC"] = f"{sys.executable} -m eval.worker.nvcc_emulate {arch}"
+    base = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.expanduser("~/.cache/torch_extensions")
+    os.environ["TORCH_EXTENSIONS_DIR"] = base.rstrip("/") + "-emulated-blackwell"
+    return (f"load_inline/load CUDA built for sm_{arch} with the FP4 cvt and 256-bit loads/stores rewritten "
+            "(eval/worker/nvcc_emulate.py)")
