@@ -217,7 +217,7 @@ def canaries(args: dict) -> list:
 def trial_steps(args: dict) -> list[dict]:
     """The calls an honest kernel must survive: the case's own input (every input tensor hashed after
     it), new data in the same buffers, new buffers, and full-range data where the problem has it."""
-    every = list(range(len(verdict.tensors_of(verdict.generate(args, args["seed"])))))
+    every = list(range(case_profile(args).items))
     steps = [
         {"seed": args["seed"], "reuse": False, "overrides": {}, "hash_args": every, "canary": canaries(args)},
         {"seed": _random_seed(), "reuse": True, "overrides": {}, "hash_args": [], "canary": canaries(args)},
@@ -269,7 +269,7 @@ def _modified_input(data, hashes: dict, args: dict) -> str | None:
     (the output buffers: what the reference itself writes, and what the problem module allows)."""
     problem = problem_folder.current()
     items, keys = problem_folder.flatten(data)
-    writable = reference_writes(args) | set(problem.hook("WRITABLE_INPUTS", ()))
+    writable = case_profile(args).reference_writes | set(problem.hook("WRITABLE_INPUTS", ()))
     for index, item in enumerate(items):
         if index in writable or not isinstance(item, torch.Tensor):
             continue
@@ -279,14 +279,29 @@ def _modified_input(data, hashes: dict, args: dict) -> str | None:
     return None
 
 
-def reference_writes(args: dict) -> set[int]:
-    """The inputs the problem's own ref_kernel writes (a pre-allocated output buffer, as in the
-    leaderboard's vectoradd): found by running it on the judge's copy of the case's input."""
-    data = verdict.generate(args, args["seed"])
-    items = verdict.tensors_of(data)
-    before = [verdict.input_hash(t) if isinstance(t, torch.Tensor) else None for t in items]
-    problem_folder.current().reference.ref_kernel(data)
-    return {i for i, t in enumerate(items) if before[i] is not None and verdict.input_hash(t) != before[i]}
+@dataclasses.dataclass(frozen=True)
+class CaseProfile:
+    """What the judge learns from the case's own input and one ref_kernel call on it."""
+    items: int  # entries of generate_input's result (tuple/list items, dict values)
+    reference_writes: frozenset  # the inputs ref_kernel writes (a pre-allocated output, as in vectoradd)
+    output_bytes: int  # the size of ref_kernel's output
+
+
+_PROFILES: dict = {}
+
+
+def case_profile(args: dict) -> CaseProfile:
+    key = (problem_folder.current().root, tuple(sorted(args.items())))
+    if key not in _PROFILES:
+        data = verdict.generate(args, args["seed"])
+        items = verdict.tensors_of(data)
+        before = [verdict.input_hash(t) if isinstance(t, torch.Tensor) else None for t in items]
+        out = problem_folder.current().reference.ref_kernel(data)
+        written = frozenset(i for i, t in enumerate(items) if before[i] is not None and verdict.input_hash(t) != before[i])
+        outputs = out if isinstance(out, (tuple, list)) else [out]
+        size = sum(t.numel() * t.element_size() for t in outputs if isinstance(t, torch.Tensor))
+        _PROFILES[key] = CaseProfile(len(items), written, size)
+    return _PROFILES[key]
 
 
 def _writable_names(problem, writable: set, keys) -> str:
@@ -386,17 +401,11 @@ def timed(runner: Runner, result: CaseResult, options: Options, budget: tuple, f
 
 
 MAX_REPLY_BYTES = 256 << 20  # output snapshots one reply may carry
-_OUTPUT_BYTES: dict = {}
 
 
 def runs_per_reply(args: dict, options: Options, max_repeats: int) -> int:
     """How many runs' output snapshots fit one reply (sized by the reference's own output)."""
-    key = tuple(sorted(args.items()))
-    if key not in _OUTPUT_BYTES:
-        out = problem_folder.current().reference.ref_kernel(verdict.generate(args, args["seed"]))
-        tensors = out if isinstance(out, (tuple, list)) else [out]
-        _OUTPUT_BYTES[key] = sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
-    per_run = 2 * max(1, _OUTPUT_BYTES[key]) * (options.batch if options.method == "batched" else 1)  # + synced copy
+    per_run = 2 * max(1, case_profile(args).output_bytes) * (options.batch if options.method == "batched" else 1)  # + synced
     return max(1, min(max_repeats, MAX_REPLY_BYTES // per_run))
 
 
