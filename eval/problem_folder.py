@@ -28,6 +28,7 @@ repository's root.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import os
 import sys
@@ -54,9 +55,9 @@ class Problem:
     def hook(self, name: str, default=None):
         return getattr(self.module, name, default) if self.module is not None else default
 
-    @property
+    @functools.cached_property
     def reference(self) -> ModuleType:
-        return import_file("reference", self.root / "reference.py", self.root)
+        return import_file("reference", self.root / "reference.py")
 
     @property
     def task_file(self) -> Path:
@@ -73,20 +74,14 @@ class Problem:
         return str(keys[index]) if keys and index < len(keys) else f"data[{index}]"
 
 
-def import_file(name: str, path: Path, root: Path) -> ModuleType:
-    """Import path as the top-level module `name` (once), with root first on sys.path so its own
-    imports (`from task import ...`) resolve inside the problem folder."""
+def import_file(name: str, path: Path) -> ModuleType:
+    """Import path as the top-level module `name` (once). use() has put its folder first on
+    sys.path, so its own imports (`from task import ...`) resolve inside the problem folder."""
     loaded = sys.modules.get(name)
     if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path.resolve():
         return loaded
     if not path.is_file():
         raise ProblemError(f"{path} does not exist: a problem folder needs task.yml, task.py and reference.py")
-    if str(root) not in sys.path[:1]:
-        sys.path.insert(0, str(root))
-    for stale in ("task", "utils"):  # the previous folder's helpers must not serve this one
-        module = sys.modules.get(stale)
-        if module is not None and Path(getattr(module, "__file__", "") or "").resolve().parent != root.resolve():
-            del sys.modules[stale]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -127,7 +122,7 @@ def use(root: str | os.PathLike | None = None) -> Problem:
     if str(found) not in sys.path[:1]:
         sys.path.insert(0, str(found))
     module_path = found / "problem.py"
-    module = import_file("problem", module_path, found) if module_path.is_file() else None
+    module = import_file("problem", module_path) if module_path.is_file() else None
     problem = Problem(found, module)
     _CURRENT[:] = [problem]
     os.environ[DIR_ENV] = str(found)  # workers started from here use the same folder

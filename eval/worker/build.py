@@ -40,7 +40,7 @@ def build(verbose: bool = False) -> Path:
     os.chmod(directory.parent, 0o755)
     headers = [d for d in (os.environ.get("CUDA_HOME", "/usr/local/cuda") + "/include",) if Path(d, "cuda.h").is_file()]
     ext.load(name=name, sources=[str(SOURCE)], build_directory=str(directory), extra_cflags=["-O2"],
-             extra_include_paths=headers, verbose=verbose, with_cuda=False)  # cuda.h only checks layouts
+             extra_include_paths=headers, verbose=verbose, with_cuda=False)  # cuda.h only checks driver constants
     for path in [directory, *directory.iterdir()]:
         os.chmod(path, 0o755 if path.is_dir() or path.suffix == ".so" else 0o644)
     return target

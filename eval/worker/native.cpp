@@ -16,7 +16,6 @@
 #include <execinfo.h>
 #include <signal.h>
 #include <sys/random.h>
-#include <cstddef>
 #include <unistd.h>
 
 #include <algorithm>
@@ -314,33 +313,10 @@ typedef void* DrvModule;
 typedef void* DrvFunction;
 typedef unsigned long long DrvPtr;
 
-struct Memcpy2D {
-  size_t srcXInBytes, srcY;
-  int srcMemoryType;
-  const void* srcHost;
-  DrvPtr srcDevice;
-  void* srcArray;
-  size_t srcPitch;
-  size_t dstXInBytes, dstY;
-  int dstMemoryType;
-  void* dstHost;
-  DrvPtr dstDevice;
-  void* dstArray;
-  size_t dstPitch;
-  size_t WidthInBytes, Height;
-};
-
-#if __has_include(<cuda.h>)  // where the toolkit's headers exist (CI, the GPU machine): the layout is checked
+#if __has_include(<cuda.h>)  // where the toolkit's headers exist (CI, the GPU machine): constants checked
 #include <cuda.h>
-#define SAME_FIELD(f) static_assert(offsetof(Memcpy2D, f) == offsetof(CUDA_MEMCPY2D, f), "CUDA_MEMCPY2D layout: " #f)
-static_assert(sizeof(Memcpy2D) == sizeof(CUDA_MEMCPY2D), "CUDA_MEMCPY2D size");
-SAME_FIELD(srcMemoryType); SAME_FIELD(srcHost); SAME_FIELD(srcDevice); SAME_FIELD(srcPitch);
-SAME_FIELD(dstMemoryType); SAME_FIELD(dstHost); SAME_FIELD(dstDevice); SAME_FIELD(dstPitch);
-SAME_FIELD(WidthInBytes); SAME_FIELD(Height);
-static_assert(CU_MEMORYTYPE_HOST == 1 && CU_MEMORYTYPE_DEVICE == 2, "memory types");
 static_assert(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT == 16 && CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE == 38 &&
               CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR == 39, "device attributes");
-#undef SAME_FIELD
 #endif
 
 struct Driver {
@@ -363,7 +339,6 @@ struct Driver {
   DrvResult (*cuEventRecord)(DrvEvent, DrvStream);
   DrvResult (*cuEventSynchronize)(DrvEvent);
   DrvResult (*cuEventElapsedTime)(float*, DrvEvent, DrvEvent);
-  DrvResult (*cuMemcpy2DAsync)(const Memcpy2D*, DrvStream);
   DrvResult (*cuMemcpyDtoHAsync)(void*, DrvPtr, size_t, DrvStream);
   DrvResult (*cuMemcpyDtoDAsync)(DrvPtr, DrvPtr, size_t, DrvStream);
   DrvResult (*cuStreamSynchronize)(DrvStream);
@@ -539,7 +514,6 @@ static void load_driver() {
   sym(r, D.cuEventRecord, "cuEventRecord");
   sym(r, D.cuEventSynchronize, "cuEventSynchronize");
   sym(r, D.cuEventElapsedTime, "cuEventElapsedTime");
-  sym(r, D.cuMemcpy2DAsync, "cuMemcpy2DAsync", "cuMemcpy2DAsync_v2");
   sym(r, D.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2");
   sym(r, D.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", "cuMemcpyDtoDAsync_v2");
   sym(r, D.cuStreamSynchronize, "cuStreamSynchronize");
