@@ -334,17 +334,27 @@ def accuracy(sub, case_set, timeout):
 @click.argument("sub", type=SUB)
 @click.option("--cases", "case_set", default="benchmarks", show_default=True)
 @click.option("--runs", default=100, show_default=True, help="Timed runs per configuration and case.")
+@click.option("--write", is_flag=True, help="Put the row found into the submission's TUNED table (this GPU's row).")
 @click.option("--timeout", default=600.0, show_default=True)
 @handle_config_errors
-def tune(sub, case_set, runs, timeout):
-    """Time every launch configuration a submission exposes (CONFIGS, run_with); outputs checked."""
+def tune(sub, case_set, runs, write, timeout):
+    """Time every launch configuration a submission exposes (CONFIGS, run_with); outputs checked.
+    Prints the TUNED table row found for this GPU; --write puts it into the submission."""
     from eval import tune as tuning
 
     if runs < 2:
         fail_usage("--runs must be >= 2")
-    text, ok = tuning.tune(sub, case_files.select_cases(case_set), make_options(timeout=timeout), runs)
-    click.echo(text)
-    sys.exit(0 if ok else EXIT_FAIL)
+    result = tuning.tune(sub, case_files.select_cases(case_set), make_options(timeout=timeout), runs)
+    click.echo(result.text)
+    if result.best:
+        click.echo(f"\n# TUNED row for this GPU ({sub}):\n{result.row()}")
+    if write and result.best:
+        try:
+            tuning.write_row(sub, result)
+        except tuning.TableError as exc:
+            fail_usage(f"{exc}: copy the row above by hand")
+        click.echo(f"wrote this GPU's row into {sub}'s TUNED table")
+    sys.exit(0 if result.ok else EXIT_FAIL)
 
 
 if __name__ == "__main__":

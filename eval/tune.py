@@ -4,27 +4,53 @@ A tunable submission exposes CONFIGS (a list) and run_with(data, config); its wo
 Each configuration runs in the submission's worker through the same compiled loop as a benchmark
 (L2 flushed, events around the call), and every timed output is judged; a configuration that does
 not fit a shape or gives a wrong result is listed with its reason. Prints every configuration per
-case, the best last.
+case, the best last, then the table row it found: this GPU's key (the submission's device_key(), when
+it has one) mapped to the best configuration per shape. `--write` puts that row into the
+submission's `TUNED = {...}` table (a dict literal keyed by device, then by shape), replacing the
+device's old row, so retuning on a new GPU is one command.
 """
 from __future__ import annotations
 
+import ast
 import json
 import statistics
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.cases import Case
 from eval.judge import modes
+from eval.records import UNSIZED
 
 
-def tune(sub: Path, cases: list[Case], options: modes.Options, runs: int = 100) -> tuple[str, bool]:
+@dataclass
+class TuneResult:
+    text: str                      # every configuration per case, the best last
+    ok: bool                       # every case has a configuration that runs and is right
+    device_key: tuple | None       # the submission's device_key() on this GPU
+    best: dict = field(default_factory=dict)  # shape (the case's sized keywords) -> best configuration
+
+    def row(self) -> str:
+        """The TUNED entry for this device, as Python source."""
+        key = self.device_key if self.device_key is not None else "this GPU (the submission has no device_key())"
+        lines = [f"    {key!r}: {{"] + [f"        {shape!r}: {config!r}," for shape, config in self.best.items()]
+        return "\n".join(lines + ["    },"])
+
+
+def shape_of(case: Case) -> tuple:
+    """(m, k, l) for this problem: the case's keywords that set its size, in order."""
+    return tuple(v for k, v in case.args.items() if k not in UNSIZED)
+
+
+def tune(sub: Path, cases: list[Case], options: modes.Options, runs: int = 100) -> TuneResult:
     runner = modes.Runner(sub, options)
-    lines, ok = [], True
+    lines, ok, best = [], True, {}
     try:
         try:
-            configs = json.loads(runner.call("configs", {}).header.get("text") or "[]")
+            offer = json.loads(runner.call("configs", {}).header.get("text") or "{}")
         except (modes.WorkerFailure, ValueError) as exc:
-            return f"error: {getattr(exc, 'reason', exc)}", False
+            return TuneResult(f"error: {getattr(exc, 'reason', exc)}", False, None)
+        configs, key = offer.get("configs") or [], offer.get("device_key")
         for case in cases:
             rows = []
             for config in configs:
@@ -39,12 +65,44 @@ def tune(sub: Path, cases: list[Case], options: modes.Options, runs: int = 100) 
                 except modes.WorkerFailure as failure:
                     rows.append((float("inf"), config, f"skip: {failure.reason}"[:90]))
             rows.sort(key=lambda r: r[0])
-            ok = ok and rows[0][0] != float("inf")
+            if rows and rows[0][0] != float("inf"):
+                best[shape_of(case)] = tuple(rows[0][1]) if isinstance(rows[0][1], list) else rows[0][1]
+            else:
+                ok = False
             lines.append(f"== {case.label}")
             lines += [f"   {str(cfg):<18} {med / 1e3:8.2f} µs {note}" for med, cfg, note in reversed(rows)]
     finally:
         runner.close()
-    return "\n".join(lines), ok
+    return TuneResult("\n".join(lines), ok, tuple(key) if key is not None else None, best)
+
+
+class TableError(ValueError):
+    """The submission has no TUNED dict literal to write into."""
+
+
+def write_row(sub: Path, result: TuneResult) -> None:
+    """Replace (or add) this device's row in the submission's `TUNED = {...}` literal, keeping the
+    other devices' rows and their shapes this run did not tune."""
+    if result.device_key is None:
+        raise TableError(f"{sub} has no device_key(): the row cannot be keyed by device")
+    source = sub.read_text()
+    node = next((n for n in ast.parse(source).body if isinstance(n, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == "TUNED" for t in n.targets)), None)
+    if node is None or not isinstance(node.value, ast.Dict):
+        raise TableError(f"{sub} has no `TUNED = {{...}}` table (device key -> shape -> configuration)")
+    try:
+        table = ast.literal_eval(node.value)
+    except ValueError as exc:
+        raise TableError(f"{sub}: TUNED is not a plain literal ({exc})") from None
+    table[result.device_key] = {**table.get(result.device_key, {}), **result.best}
+    text = "TUNED = {\n" + "\n".join(
+        f"    {key!r}: {{\n" + "".join(f"        {shape!r}: {cfg!r},\n" for shape, cfg in row.items()) + "    },"
+        for key, row in table.items()) + "\n}"
+    lines = source.splitlines(keepends=True)
+    new = "".join(lines[:node.lineno - 1]) + text + "\n" + "".join(lines[node.end_lineno:])
+    tmp = sub.with_name(sub.name + ".tune-tmp")
+    tmp.write_text(new)
+    tmp.replace(sub)
 
 
 if __name__ == "__main__":

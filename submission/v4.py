@@ -244,22 +244,46 @@ def choose_config(m: int, k: int, l: int) -> tuple[int, int]:
     return tk, 2
 
 
-def run_with(data: input_t, config: tuple[int, int]) -> output_t:
+_launches: dict = {}
+
+
+def _launch(data: input_t, config: tuple[int, int]):
+    """The compiled kernel's executor and its packed arguments for this buffer set, made once: the
+    DSL's per-call argument conversion (pointer wrapping, signature checks) costs 30-40 us a call."""
     a, b, _, _, sfa_permuted, sfb_permuted, c = data
-    compiled = compile_kernel(hardware_fp4(), *config)
-    m, kh, l = a.shape
-    gmem = cute.AddressSpace.gmem
-    compiled(make_ptr(cutlass.Int32, a.data_ptr(), gmem, assumed_align=16),
-             make_ptr(cutlass.Int32, b.data_ptr(), gmem, assumed_align=16),
-             make_ptr(cutlass.Int32, sfa_permuted.data_ptr(), gmem, assumed_align=32),
-             make_ptr(cutlass.Int32, sfb_permuted.data_ptr(), gmem, assumed_align=32),
-             make_ptr(c_dtype, c.data_ptr(), gmem, assumed_align=16),
-             (m, 1, kh * 2, l))
-    return c
+    key = (config, a.shape, a.data_ptr(), b.data_ptr(), sfa_permuted.data_ptr(), sfb_permuted.data_ptr(), c.data_ptr())
+    launch = _launches.get(key)
+    if launch is None:
+        compiled = compile_kernel(hardware_fp4(), *config)
+        m, kh, l = a.shape
+        gmem = cute.AddressSpace.gmem
+        args = (make_ptr(cutlass.Int32, a.data_ptr(), gmem, assumed_align=16),
+                make_ptr(cutlass.Int32, b.data_ptr(), gmem, assumed_align=16),
+                make_ptr(cutlass.Int32, sfa_permuted.data_ptr(), gmem, assumed_align=32),
+                make_ptr(cutlass.Int32, sfb_permuted.data_ptr(), gmem, assumed_align=32),
+                make_ptr(c_dtype, c.data_ptr(), gmem, assumed_align=16),
+                (m, 1, kh * 2, l))
+        exe_args, adapted = compiled.generate_execution_args(*args)
+        if len(_launches) >= 64:  # new buffers every call (leaderboard mode): keep the cache small
+            _launches.clear()
+        # the arguments and their adapted forms stay referenced: exe_args points into them
+        launch = _launches[key] = (compiled.to(None), exe_args, (args, adapted))
+    return launch
+
+
+def run_with(data: input_t, config: tuple[int, int]) -> output_t:
+    executor, exe_args, _ = _launch(data, config)
+    executor.run_compiled_program(exe_args)
+    return data[-1]
+
+
+_configs: dict = {}
 
 
 def custom_kernel(data: input_t) -> output_t:
-    a, _, _, _, _, _, c = data
-    m, kh, l = a.shape
-    return run_with(data, choose_config(m, kh * 2, l))
-
+    shape = data[0].shape
+    config = _configs.get(shape)
+    if config is None:
+        m, kh, l = shape
+        config = _configs[shape] = choose_config(m, kh * 2, l)
+    return run_with(data, config)

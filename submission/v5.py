@@ -12,6 +12,7 @@ reduction (used for short-M shapes).
 Measured (H100, `make leaderboard`, 2026-11-21): 29.46 / 52.83 / 17.08 us = 1.06 / 1.04 / 1.04 x
 the measured read floor, geomean 29.85 us (docs/perf-notes.md).
 """
+import math
 import os
 
 import torch
@@ -462,12 +463,39 @@ def _configs_macro(kernels: list) -> str:
 
 CUDA_SRC = _configs_macro(KERNELS) + KERNEL_SRC
 
-# (m, k, l) -> a configuration from CONFIGS; tuned on an H100 with python -m eval.tune (docs/perf-notes.md)
+# Launch configurations per device, keyed by what the device reports (device_key(): name, SMs, memory
+# bandwidth GB/s, L2 MiB), then by (m, k, l). Rows come from `python -m eval tune submission/v5.py
+# --write` on that GPU (docs/perf-notes.md); a GPU not listed takes the row of the listed one nearest
+# in bandwidth per SM (the bytes each SM must keep in flight), a shape not listed choose_config's rule.
 TUNED = {
-    (7168, 16384, 1): (256, 2, 256, 1, 2, 4, 1),
-    (4096, 7168, 8): (128, 4, 128, 2, 1, 4, 1),
-    (7168, 2048, 4): (32, 2, 128, 2, 1, 6, 1),
+    ("NVIDIA H100 80GB HBM3", 132, 3352, 50): {
+        (7168, 16384, 1): (256, 2, 256, 1, 2, 4, 1),
+        (4096, 7168, 8): (128, 4, 128, 2, 1, 4, 1),
+        (7168, 2048, 4): (32, 2, 128, 2, 1, 6, 1),
+    },
 }
+
+
+def device_key() -> tuple:
+    """(name, SMs, memory bandwidth GB/s, L2 MiB) of the current GPU, as TUNED is keyed."""
+    p = torch.cuda.get_device_properties(torch.cuda.current_device())
+    gb_s = round(2 * getattr(p, "memory_clock_rate", 0) * getattr(p, "memory_bus_width", 0) / 8 / 1e6)
+    return p.name, p.multi_processor_count, gb_s, round(p.L2_cache_size / 2**20)
+
+
+def device_row(key: tuple) -> dict:
+    """TUNED's row for this device: its own, else one listed under the same name and SM count, else
+    the one nearest in bandwidth per SM; {} when the device reports no bandwidth."""
+    if key in TUNED:
+        return TUNED[key]
+    for listed, row in TUNED.items():
+        if listed[:2] == key[:2]:
+            return row
+    if key[2] <= 0:
+        return {}
+    per_sm = key[2] / key[1]
+    return min(TUNED.items(), key=lambda item: abs(math.log(item[0][2] / item[0][1] / per_sm)))[1]
+
 
 _module = None
 _plans: dict = {}
@@ -502,10 +530,11 @@ def _ext():
 
 
 def choose_config(m: int, k: int, l: int) -> tuple:
-    """Tuned configuration for the benchmark shapes; otherwise threads per row group sized to the
+    """This device's tuned configuration for the shape; otherwise threads per row group sized to the
     number of 16-byte chunks in a row (K/32) and two rows per thread."""
-    if (m, k, l) in TUNED:
-        return TUNED[(m, k, l)]
+    tuned = device_row(device_key()).get((m, k, l))
+    if tuned is not None:
+        return tuned
     chunks = k // 32
     tpr = 32 if chunks >= 32 else (16 if chunks >= 16 else 8)
     # few rows of long K leave the GPU with one wave of long blocks: split K so the scheduler balances

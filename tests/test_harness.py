@@ -147,10 +147,34 @@ def test_tune_times_and_judges_every_configuration(tmp_path, results_dir):
         "    return _h.custom_kernel(data)\n")
     from eval import tune
 
-    text, ok = tune.tune(sub, cases.select_cases("smoke")[:1], modes.Options(log_dir=results_dir / "logs"), runs=3)
-    lines = text.splitlines()
-    assert ok and lines[0] == "== 128x256x1" and lines[-1].strip().startswith("[1]"), text
+    result = tune.tune(sub, cases.select_cases("smoke")[:1], modes.Options(log_dir=results_dir / "logs"), runs=3)
+    text, lines = result.text, result.text.splitlines()
+    assert result.ok and lines[0] == "== 128x256x1" and lines[-1].strip().startswith("[1]"), text
     assert "skip: raised RuntimeError: config 3 does not fit" in text and "WRONG" in text and "pre-filled c" in text
+    assert result.best == {(128, 256, 1): (1,)} and result.device_key is None  # no device_key(): row not keyed
+
+
+def test_tune_writes_the_device_row(tmp_path):
+    """--write replaces this device's row in the submission's TUNED literal, keeps other devices'
+    rows and the shapes it did not tune, and leaves the rest of the file as it was."""
+    from eval import tune
+
+    sub = tmp_path / "tunable.py"
+    sub.write_text("import torch\n# per device\nTUNED = {\n    ('GPU A', 10, 100, 4): {(1, 2, 3): (9,)},\n"
+                   "    ('GPU B', 20, 200, 8): {(1, 2, 3): (8,), (4, 5, 6): (7,)},\n}\nCONFIGS = [(1,)]\n")
+    tune.write_row(sub, tune.TuneResult("", True, ("GPU B", 20, 200, 8), {(1, 2, 3): (2, 1)}))
+    tune.write_row(sub, tune.TuneResult("", True, ("GPU C", 30, 300, 16), {(1, 2, 3): (3,)}))
+    namespace: dict = {}
+    exec(sub.read_text().replace("import torch\n", ""), namespace)
+    assert namespace["TUNED"] == {("GPU A", 10, 100, 4): {(1, 2, 3): (9,)},
+                                  ("GPU B", 20, 200, 8): {(1, 2, 3): (2, 1), (4, 5, 6): (7,)},
+                                  ("GPU C", 30, 300, 16): {(1, 2, 3): (3,)}}
+    assert sub.read_text().startswith("import torch\n# per device\nTUNED = {") and namespace["CONFIGS"] == [(1,)]
+    with pytest.raises(tune.TableError, match="device_key"):
+        tune.write_row(sub, tune.TuneResult("", True, None, {(1, 2, 3): (1,)}))
+    (tmp_path / "flat.py").write_text("TUNED = dict(a=1)\n")
+    with pytest.raises(tune.TableError, match="no `TUNED"):
+        tune.write_row(tmp_path / "flat.py", tune.TuneResult("", True, ("G", 1, 1, 1), {(1,): (1,)}))
 
 
 def test_batched_timing_judges_every_output(results_dir):

@@ -146,12 +146,15 @@ class Worker:
         self.native.runs(nonce, lambda _: launch(), lambda seed: data, request["params"])
 
     def op_configs(self, nonce: str, request: dict) -> None:
-        """The launch configurations a tunable submission offers (informational: each one is then run
-        and judged like any other run)."""
+        """The launch configurations a tunable submission offers, and its device_key() when it has
+        one (informational: each configuration is then run and judged like any other run)."""
         configs = getattr(self.module, "CONFIGS", None)
         if not configs or not callable(getattr(self.module, "run_with", None)):
             raise SubmissionLoadError("the submission exposes no CONFIGS and run_with(data, config) to tune")
-        self.native.reply(nonce, "text", json.dumps([list(c) if isinstance(c, (list, tuple)) else c for c in configs]))
+        device_key = getattr(self.module, "device_key", None)
+        offer = {"configs": [list(c) if isinstance(c, (list, tuple)) else c for c in configs],
+                 "device_key": list(device_key()) if callable(device_key) and self.cuda else None}
+        self.native.reply(nonce, "text", json.dumps(offer))
 
     def op_profile(self, nonce: str, request: dict) -> None:
         from eval.worker import profiling
