@@ -11,6 +11,8 @@ a K tile), issued with A's loads instead of four byte loads at compute time.
 Measured (H100, `make leaderboard`, 2026-11-21): 36.50 / 60.26 / 20.72 us, geomean 35.72 us =
 1.25 x the read floor geomean (v3: 55.00); see docs/perf-notes.md (CuTe DSL path).
 """
+import math
+
 import torch
 
 import cutlass
@@ -23,7 +25,6 @@ from task import input_t, output_t
 
 TILE_M, TILE_K = 128, 64  # the scale layout's atom: 128 rows, 4 scale blocks of 16
 c_dtype = cutlass.Float16
-threads_per_cta = 128
 THREADS_PER_ROW = 4
 
 
@@ -109,10 +110,10 @@ def block_dot(w0: cutlass.Int32, w1: cutlass.Int32, b0: cutlass.Int32, b1: cutla
 
 @cute.kernel
 def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.Tensor, mC: cute.Tensor,
-           tk: cutlass.Constexpr, rows: cutlass.Constexpr, hw: cutlass.Constexpr):
+           tk: cutlass.Constexpr, rows: cutlass.Constexpr, hw: cutlass.Constexpr, threads: cutlass.Constexpr):
     bidx, _, bidz = cute.arch.block_idx()
     tidx, _, _ = cute.arch.thread_idx()
-    rows_per_cta = (threads_per_cta // tk) * rows
+    rows_per_cta = (threads // tk) * rows
     ctas_per_tile = TILE_M // rows_per_cta
     tile, part = bidx // ctas_per_tile, bidx % ctas_per_tile   # 128-row tile, and which rows of it
     r0 = part * rows_per_cta + (tidx // tk) * rows              # first of this thread's rows in the tile
@@ -173,12 +174,32 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
                                             b_dec[4 * blk + 1], b_dec[4 * blk + 2], b_dec[4 * blk + 3])
                             acc[r] = acc[r] + dot * scale
 
+    # a row's sum over its tk threads: butterfly within the warp, then (tk > 32) the warps' partial
+    # sums through shared memory
+    lanes = min(tk, 32)
     for r in cutlass.range_constexpr(rows):
         total = acc[r]
-        for offset in cutlass.range_constexpr(tk.bit_length() - 1):
-            total += cute.arch.shuffle_sync_bfly(total, offset=tk >> (offset + 1))
+        for offset in cutlass.range_constexpr(lanes.bit_length() - 1):
+            total += cute.arch.shuffle_sync_bfly(total, offset=lanes >> (offset + 1))
+        acc[r] = total
+    if cutlass.const_expr(tk > 32):
+        smem = cutlass.utils.SmemAllocator()
+        part = smem.allocate_tensor(cutlass.Float32, cute.make_layout((threads // 32, rows), stride=(rows, 1)), 16)
+        if tidx % 32 == 0:
+            for r in cutlass.range_constexpr(rows):
+                part[tidx // 32, r] = acc[r]
+        cute.arch.barrier()
         if kq == 0:
-            mC[row0 + r, 0, bidz] = total.to(cutlass.Float16)
+            first_warp = (tidx // tk) * (tk // 32)
+            for r in cutlass.range_constexpr(rows):
+                total = part[first_warp, r]
+                for w in cutlass.range_constexpr(1, tk // 32):
+                    total += part[first_warp + w, r]
+                mC[row0 + r, 0, bidz] = total.to(cutlass.Float16)
+    else:
+        if kq == 0:
+            for r in cutlass.range_constexpr(rows):
+                mC[row0 + r, 0, bidz] = acc[r].to(cutlass.Float16)
 
 
 def scale_words(ptr: cute.Pointer, mn: int, k: int, l: int) -> cute.Tensor:
@@ -193,7 +214,7 @@ def scale_words(ptr: cute.Pointer, mn: int, k: int, l: int) -> cute.Tensor:
 @cute.jit
 def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointer, sfb_ptr: cute.Pointer,
               c_ptr: cute.Pointer, problem_size: tuple, tk: cutlass.Constexpr, rows: cutlass.Constexpr,
-              hw: cutlass.Constexpr):
+              hw: cutlass.Constexpr, threads: cutlass.Constexpr):
     m, _, k, l = problem_size
     n_padded_128 = 128  # b and sfb are padded to 128 rows (row 0 is the vector)
     kw = cute.assume(k // 8, divby=8)  # 32-bit words of 8 codes per row (k % 64 == 0): rows stay 16-byte aligned, so loads vectorise
@@ -202,9 +223,9 @@ def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointe
     sfa = scale_words(sfa_ptr, m, k, l)
     sfb = scale_words(sfb_ptr, n_padded_128, k, l)
     c = cute.make_tensor(c_ptr, cute.make_layout((m, 1, l), stride=(1, 1, m)))
-    ctas_per_tile = TILE_M // ((threads_per_cta // tk) * rows)
-    kernel(a32, b32, sfa, sfb, c, tk, rows, hw).launch(grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l),
-                                                 block=[threads_per_cta, 1, 1], cluster=(1, 1, 1))
+    ctas_per_tile = TILE_M // ((threads // tk) * rows)
+    kernel(a32, b32, sfa, sfb, c, tk, rows, hw, threads).launch(
+        grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l), block=[threads, 1, 1], cluster=(1, 1, 1))
 
 
 _compiled = {}
@@ -215,33 +236,65 @@ def hardware_fp4() -> bool:
     return torch.cuda.get_device_capability()[0] >= 10
 
 
-def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1):
-    """Compile once per (decode path, threads per row, rows per thread) and cache; the first call compiles."""
-    key = (hw, tk, rows)
+def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: int = 128):
+    """Compile once per (decode path, threads per row, rows per thread, threads per CTA) and cache;
+    the first call compiles."""
+    key = (hw, tk, rows, threads)
     if key not in _compiled:
         gmem = cute.AddressSpace.gmem
         ptrs = [make_ptr(cutlass.Int32, 0, gmem, assumed_align=16), make_ptr(cutlass.Int32, 0, gmem, assumed_align=16),
                 make_ptr(cutlass.Int32, 0, gmem, assumed_align=32), make_ptr(cutlass.Int32, 0, gmem, assumed_align=32),
                 make_ptr(c_dtype, 0, gmem, assumed_align=16)]
-        _compiled[key] = cute.compile(my_kernel, *ptrs, (0, 0, 0, 0), tk, rows, hw)
+        _compiled[key] = cute.compile(my_kernel, *ptrs, (0, 0, 0, 0), tk, rows, hw, threads)
     return _compiled[key]
 
 
-# (m, k, l) -> (threads per row, rows per thread); measured on an H100 with `python -m eval.tune`
-# (docs/perf-notes.md). Rows per thread may not exceed threads per row (a CTA covers at most one
-# 128-row tile)
-TUNED = {(7168, 16384, 1): (16, 1), (4096, 7168, 8): (16, 4), (7168, 2048, 4): (16, 2)}
-CONFIGS = [(2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (8, 1), (8, 2), (8, 4), (16, 1), (16, 2), (16, 4), (32, 1), (32, 2)]
+# Tiles per device, keyed by what the device reports (device_key(): name, SMs, memory bandwidth GB/s,
+# L2 MiB), then by (m, k, l): (threads per row, rows per thread, threads per CTA). Rows come from
+# `python -m eval tune submission/v4.py --write` on that GPU (docs/perf-notes.md); a GPU not listed
+# takes the row of the listed one nearest in bandwidth per SM, a shape not listed choose_config's rule.
+# A CTA covers at most one 128-row tile: (threads / threads per row) x rows per thread <= 128.
+TUNED = {
+    ("NVIDIA H100 80GB HBM3", 132, 3352, 50): {
+        (7168, 16384, 1): (16, 1, 128),
+        (4096, 7168, 8): (16, 4, 128),
+        (7168, 2048, 4): (16, 2, 128),
+    },
+}
+CONFIGS = [(tk, rows, 128) for tk in (4, 8, 16, 32, 64, 128) for rows in (1, 2, 4)]
+CONFIGS += [(tk, rows, 256) for tk in (32, 64, 128, 256) for rows in (1, 2)]
 
 
-def choose_config(m: int, k: int, l: int) -> tuple[int, int]:
-    """The tuned tile, otherwise more threads for longer rows (each keeps >= 4 K tiles), 2 rows each."""
-    if (m, k, l) in TUNED:
-        return TUNED[(m, k, l)]
+def device_key() -> tuple:
+    """(name, SMs, memory bandwidth GB/s, L2 MiB) of the current GPU, as TUNED is keyed."""
+    p = torch.cuda.get_device_properties(torch.cuda.current_device())
+    gb_s = round(2 * getattr(p, "memory_clock_rate", 0) * getattr(p, "memory_bus_width", 0) / 8 / 1e6)
+    return p.name, p.multi_processor_count, gb_s, round(p.L2_cache_size / 2**20)
+
+
+def device_row(key: tuple) -> dict:
+    """TUNED's row for this device: its own, else one listed under the same name and SM count, else
+    the one nearest in bandwidth per SM; {} when the device reports no bandwidth."""
+    if key in TUNED:
+        return TUNED[key]
+    for listed, row in TUNED.items():
+        if listed[:2] == key[:2]:
+            return row
+    if key[2] <= 0:
+        return {}
+    per_sm = key[2] / key[1]
+    return min(TUNED.items(), key=lambda item: abs(math.log(item[0][2] / item[0][1] / per_sm)))[1]
+
+
+def choose_config(m: int, k: int, l: int) -> tuple[int, int, int]:
+    """This device's tuned tile, otherwise more threads for longer rows (each keeps >= 4 K tiles), 2 rows each."""
+    tuned = device_row(device_key()).get((m, k, l))
+    if tuned is not None:
+        return tuned
     tk = 2
     while tk < 8 and k // 64 >= 8 * tk:
         tk *= 2
-    return tk, 2
+    return tk, 2, 128
 
 
 _launches: dict = {}
@@ -251,6 +304,7 @@ def _launch(data: input_t, config: tuple[int, int]):
     """The compiled kernel's executor and its packed arguments for this buffer set, made once: the
     DSL's per-call argument conversion (pointer wrapping, signature checks) costs 30-40 us a call."""
     a, b, _, _, sfa_permuted, sfb_permuted, c = data
+    config = tuple(config)
     key = (config, a.shape, a.data_ptr(), b.data_ptr(), sfa_permuted.data_ptr(), sfb_permuted.data_ptr(), c.data_ptr())
     launch = _launches.get(key)
     if launch is None:

@@ -185,6 +185,12 @@ __device__ __forceinline__ void dot8(uint32_t w, uint32_t b_lo, uint32_t b_hi, u
     neg = __dp4a((int)lut4(wn >> 16, lo), (int)b_hi, neg);
 }
 
+// x as float for |x| < 2^22 without I2F (a quarter-rate conversion): the float whose bits are
+// 0x4B400000 + x is 1.5 * 2^23 + x exactly (one IADD3 with the subtraction before it, one FADD)
+__device__ __forceinline__ float small_int_to_float(int x) {
+    return __int_as_float(0x4B400000 + x) - 12582912.f;
+}
+
 // one 16-byte chunk of A (32 codes, two scale blocks) against the matching decoded vector chunk:
 // acc += sum over the two blocks of (integer dot) * sfa * sfb / 4
 __device__ __forceinline__ float chunk_dot(uint4 a, uint16_t sfa2, uint4 b0, uint4 b1, float2 sfb, uint32_t lo, float acc) {
@@ -194,8 +200,8 @@ __device__ __forceinline__ float chunk_dot(uint4 a, uint16_t sfa2, uint4 b0, uin
     dot8(a.z, b1.x, b1.y, lo, p1, n1);
     dot8(a.w, b1.z, b1.w, lo, p1, n1);
     const float2 sa = scales2(sfa2);
-    acc = fmaf((float)(p0 - n0), sa.x * sfb.x, acc);
-    return fmaf((float)(p1 - n1), sa.y * sfb.y, acc);
+    acc = fmaf(small_int_to_float(p0 - n0), sa.x * sfb.x, acc);
+    return fmaf(small_int_to_float(p1 - n1), sa.y * sfb.y, acc);
 }
 
 // 16 bytes of packed b -> two uint4 of signed int8 lanes (2x value), in dot8's order

@@ -40,7 +40,7 @@ def test_v5_probe_variants_compile(tmp_path):
     spec = importlib.util.spec_from_file_location("v5_probe", ROOT / "docs" / "experiments" / "v5_probe.py")
     probe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(probe)
-    for name in ("loads", "no_sfa", "noalloc"):
+    for name in ("loads", "no_sfa", "noalloc", "i2f"):
         src = tmp_path / f"{name}.cu"
         src.write_text(probe.variant(name))
         built = compile_cuda(src, "90a")

@@ -5,9 +5,12 @@ harness (median of per-call runs, L2 flushed). Variants:
              products and their vector decode replaced by an XOR of the loaded words
   no_sfa     full compute, but SFA replaced by a constant (no SFA loads)
   noalloc    full, but A always loaded with L1::no_allocate (V > 1 normally lets L1 keep the sector)
+  i2f        full, but the integer dot products become float by I2F instead of the 2^23 bit trick
+$PROBE_VARIANTS (space-separated) picks some of them; default: all.
 Run from the repo root: python docs/experiments/v5_probe.py [configs...]
 """
 import importlib.util
+import os
 import re
 import statistics
 import sys
@@ -54,6 +57,8 @@ def variant(name: str) -> str:
         src = src.replace(ROW_LOAD, ROW_LOAD_NO_SFA)
     elif name == "noalloc":
         src = src.replace("load_codes(codes_row + c * V + v, V > 1)", "load_codes(codes_row + c * V + v, false)")
+    elif name == "i2f":
+        src = src.replace("return __int_as_float(0x4B400000 + x) - 12582912.f;", "return (float)x;")
     assert name == "full" or src != v5.CUDA_SRC, name
     return src
 
@@ -64,11 +69,10 @@ def build(name: str):
 
 
 def main(configs):
-    import os
-
     os.environ["TORCH_CUDA_ARCH_LIST"] = v5._arch_list()
     flusher = timing.L2Flusher()
-    mods = {name: build(name) for name in ("full", "loads", "no_sfa", "noalloc")}
+    names = os.environ.get("PROBE_VARIANTS", "full loads no_sfa noalloc i2f").split()
+    mods = {name: build(name) for name in names}
     for case in cases.select_cases("benchmarks"):
         data = reference.generate_input(**case.args)
         a, b, sfa, sfb, _, _, c = data
