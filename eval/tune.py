@@ -82,7 +82,8 @@ class TableError(ValueError):
 
 def write_row(sub: Path, result: TuneResult) -> None:
     """Replace (or add) this device's row in the submission's `TUNED = {...}` literal, keeping the
-    other devices' rows and their shapes this run did not tune."""
+    other devices' rows and the shapes this run did not tune (a row under the same name and SM count
+    is this device's, whatever bandwidth or L2 it was listed with)."""
     if result.device_key is None:
         raise TableError(f"{sub} has no device_key(): the row cannot be keyed by device")
     source = sub.read_text()
@@ -94,7 +95,10 @@ def write_row(sub: Path, result: TuneResult) -> None:
         table = ast.literal_eval(node.value)
     except ValueError as exc:
         raise TableError(f"{sub}: TUNED is not a plain literal ({exc})") from None
-    table[result.device_key] = {**table.get(result.device_key, {}), **result.best}
+    # the same GPU (name and SM count) keeps one row, whatever bandwidth or L2 a driver reported before
+    same = [key for key in table if tuple(key[:2]) == tuple(result.device_key[:2])]
+    row = {shape: cfg for key in same for shape, cfg in table.pop(key).items()}
+    table[result.device_key] = {**row, **result.best}
     text = "TUNED = {\n" + "\n".join(
         f"    {key!r}: {{\n" + "".join(f"        {shape!r}: {cfg!r},\n" for shape, cfg in row.items()) + "    },"
         for key, row in table.items()) + "\n}"

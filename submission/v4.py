@@ -255,7 +255,7 @@ def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: 
 # takes the row of the listed one nearest in bandwidth per SM, a shape not listed choose_config's rule.
 # A CTA covers at most one 128-row tile: (threads / threads per row) x rows per thread <= 128.
 TUNED = {
-    ("NVIDIA H100 80GB HBM3", 132, 3352, 50): {
+    ('NVIDIA H100 80GB HBM3', 132, 3352, 50): {
         (7168, 16384, 1): (16, 1, 128),
         (4096, 7168, 8): (16, 4, 128),
         (7168, 2048, 4): (16, 2, 128),

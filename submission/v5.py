@@ -474,7 +474,7 @@ CUDA_SRC = _configs_macro(KERNELS) + KERNEL_SRC
 # --write` on that GPU (docs/perf-notes.md); a GPU not listed takes the row of the listed one nearest
 # in bandwidth per SM (the bytes each SM must keep in flight), a shape not listed choose_config's rule.
 TUNED = {
-    ("NVIDIA H100 80GB HBM3", 132, 3352, 50): {
+    ('NVIDIA H100 80GB HBM3', 132, 3352, 50): {
         (7168, 16384, 1): (256, 2, 256, 1, 2, 4, 1),
         (4096, 7168, 8): (128, 4, 128, 2, 1, 4, 1),
         (7168, 2048, 4): (32, 2, 128, 2, 1, 6, 1),

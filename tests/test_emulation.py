@@ -105,10 +105,11 @@ def test_b200_style_cuda_builds_for_hopper_only_through_the_rewrite(tmp_path):
     """tests/blackwell/cuda_fp4_cvt_v8.py's device code: builds for sm_100a, fails for sm_90a with
     plain nvcc (FP4 cvt, 256-bit loads), builds for sm_90a through eval/worker/nvcc_emulate.py."""
     import re
+    import shlex
     import shutil
     import subprocess
-    import sys
 
+    from eval.worker import emulation
     from tests.conftest import ROOT
 
     if not shutil.which("nvcc"):
@@ -119,9 +120,11 @@ def test_b200_style_cuda_builds_for_hopper_only_through_the_rewrite(tmp_path):
     (tmp_path / "k.cu").write_text(device)
 
     def build(*args, emulate=False):
-        head = [sys.executable, "-m", "eval.worker.nvcc_emulate", "90a"] if emulate else ["nvcc"]
-        return subprocess.run([*head, "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o"), *args], cwd=ROOT,
-                              capture_output=True, text=True, timeout=300)
+        # the stand-in exactly as the worker sets PYTORCH_NVCC, run from a folder where `eval` is not
+        # importable (ninja runs it from the extension's build folder)
+        head = shlex.split(emulation.nvcc_command("90a")) if emulate else ["nvcc"]
+        return subprocess.run([*head, "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o"), *args],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
     assert build("-gencode=arch=compute_100a,code=sm_100a").returncode == 0
     plain = build("-gencode=arch=compute_90a,code=sm_90a")

@@ -164,11 +164,12 @@ def test_tune_writes_the_device_row(tmp_path):
                    "    ('GPU B', 20, 200, 8): {(1, 2, 3): (8,), (4, 5, 6): (7,)},\n}\nCONFIGS = [(1,)]\n")
     tune.write_row(sub, tune.TuneResult("", True, ("GPU B", 20, 200, 8), {(1, 2, 3): (2, 1)}))
     tune.write_row(sub, tune.TuneResult("", True, ("GPU C", 30, 300, 16), {(1, 2, 3): (3,)}))
+    tune.write_row(sub, tune.TuneResult("", True, ("GPU A", 10, 101, 4), {(4, 5, 6): (6,)}))  # same GPU, new bandwidth
     namespace: dict = {}
     exec(sub.read_text().replace("import torch\n", ""), namespace)
-    assert namespace["TUNED"] == {("GPU A", 10, 100, 4): {(1, 2, 3): (9,)},
-                                  ("GPU B", 20, 200, 8): {(1, 2, 3): (2, 1), (4, 5, 6): (7,)},
-                                  ("GPU C", 30, 300, 16): {(1, 2, 3): (3,)}}
+    assert namespace["TUNED"] == {("GPU B", 20, 200, 8): {(1, 2, 3): (2, 1), (4, 5, 6): (7,)},
+                                  ("GPU C", 30, 300, 16): {(1, 2, 3): (3,)},
+                                  ("GPU A", 10, 101, 4): {(1, 2, 3): (9,), (4, 5, 6): (6,)}}
     assert sub.read_text().startswith("import torch\n# per device\nTUNED = {") and namespace["CONFIGS"] == [(1,)]
     with pytest.raises(tune.TableError, match="device_key"):
         tune.write_row(sub, tune.TuneResult("", True, None, {(1, 2, 3): (1,)}))

@@ -10,8 +10,11 @@ with, for each, the one or two register caps (min blocks per SM) that give the m
 without spilling and at least 16 warps per SM, and no more steps in flight than a thread of the
 benchmark shapes has. Plus the kernels v5 already compiles in.
 
-Usage (repo root): python docs/experiments/v5_sweep.py OUT.py && python -m eval tune OUT.py --runs 40
+Usage (repo root), on the GPU to tune for:
+  python docs/experiments/v5_sweep.py OUT.py && python -m eval tune OUT.py --runs 40 --write
+  python docs/experiments/v5_sweep.py --adopt OUT.py   # its TUNED row into submission/v5.py, kernels added
 """
+import ast
 import re
 import sys
 from pathlib import Path
@@ -57,6 +60,35 @@ def sweep_source(candidates=CANDIDATES) -> str:
     return src
 
 
+def adopt(sweep_file: Path, target: Path = ROOT / "submission" / "v5.py") -> str:
+    """Copy the TUNED rows `eval tune SWEEP --write` put into the sweep file into v5, and compile in
+    the kernels those rows use (KERNELS gains them; CONFIGS follows KERNELS)."""
+    sys.path.insert(0, str(ROOT))
+    from eval import tune
+
+    def literal(path: Path, name: str):
+        node = next(n for n in ast.parse(path.read_text()).body if isinstance(n, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == name for t in n.targets))
+        return ast.literal_eval(node.value)
+
+    swept, current = literal(sweep_file, "TUNED"), literal(target, "TUNED")
+    for key, row in swept.items():
+        if row != current.get(key):
+            tune.write_row(target, tune.TuneResult("", True, key, row))
+    kernels = literal(target, "KERNELS")
+    needed = [cfg[:6] for row in literal(target, "TUNED").values() for cfg in row.values()]
+    kernels += [k for k in dict.fromkeys(needed) if k not in kernels]
+    src = target.read_text()
+    src = re.sub(r"^KERNELS = \[.*?\]$", "KERNELS = [" + ",\n           ".join(
+        ", ".join(map(repr, kernels[i:i + 4])) for i in range(0, len(kernels), 4)) + "]", src, count=1,
+        flags=re.S | re.M)
+    target.write_text(src)
+    return f"{target}: TUNED rows {sorted(k[0] for k in literal(target, 'TUNED'))}, {len(kernels)} kernels"
+
+
 if __name__ == "__main__":
-    Path(sys.argv[1]).write_text(sweep_source())
-    print(f"{sys.argv[1]}: {len(CANDIDATES)} candidates")
+    if sys.argv[1] == "--adopt":
+        print(adopt(Path(sys.argv[2])))
+    else:
+        Path(sys.argv[1]).write_text(sweep_source())
+        print(f"{sys.argv[1]}: {len(CANDIDATES)} candidates")

@@ -65,16 +65,26 @@ def install() -> list[str]:
     return covered
 
 
+def nvcc_command(arch: str) -> str:
+    """The nvcc stand-in as PYTORCH_NVCC: by file path, not `-m`, since ninja runs it from the
+    extension's build folder, where `eval` is not importable."""
+    import os
+    import shlex
+    import sys
+
+    stand_in = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvcc_emulate.py")
+    return f"{shlex.quote(sys.executable)} {shlex.quote(stand_in)} {arch}"
+
+
 def _install_nvcc() -> str:
     import os
-    import sys
 
     from torch.utils import cpp_extension
 
     major, minor = torch.cuda.get_device_capability()
     arch = f"{major}{minor}" + ("a" if major == 9 else "")
     os.environ["EVAL_REAL_NVCC"] = cpp_extension._join_cuda_home("bin", "nvcc")
-    os.environ["PYTORCH_NVCC"] = f"{sys.executable} -m eval.worker.nvcc_emulate {arch}"
+    os.environ["PYTORCH_NVCC"] = nvcc_command(arch)
     base = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.expanduser("~/.cache/torch_extensions")
     os.environ["TORCH_EXTENSIONS_DIR"] = base.rstrip("/") + "-emulated-blackwell"
     return (f"load_inline/load CUDA built for sm_{arch} with the FP4 cvt and 256-bit loads/stores rewritten "

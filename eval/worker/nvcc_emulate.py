@@ -10,7 +10,7 @@ PTX the compiler front end passed through from inline asm into exact equivalents
 
 What it cannot stand in for (tcgen05 / TMEM / UMMA, CuTe DSL SM100 atoms) still fails in ptxas, and
 the judge names the feature. Usage: `python -m eval.worker.nvcc_emulate ARCH NVCC_ARGS...` (ARCH e.g.
-90a); the worker sets PYTORCH_NVCC to that. Runs in the submission's process tree: its outputs are
+90a), or by this file's path; the worker sets PYTORCH_NVCC to the latter. Runs in the submission's process tree: its outputs are
 judged as always, and every time measured with it is labelled emulated.
 """
 from __future__ import annotations
@@ -131,7 +131,8 @@ def compile_with_rewrite(arch: str, args: list[str]) -> int:
             lines.append(f"{assignment.group(1)}={shlex.quote(assignment.group(2))}" if assignment else command)
             ptx = re.search(r'-o\s+"?([^"\s]+\.ptx)"?', command)
             if "cicc" in command and ptx:
-                lines.append(f"{shlex.quote(sys.executable)} -m eval.worker.nvcc_emulate --rewrite {shlex.quote(ptx.group(1))}")
+                lines.append(f"{shlex.quote(sys.executable)} {shlex.quote(os.path.abspath(__file__))} --rewrite "
+                             f"{shlex.quote(ptx.group(1))}")
         return subprocess.run(["bash", "-c", "\n".join(lines)]).returncode
 
 
