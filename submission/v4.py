@@ -11,6 +11,7 @@ a K tile), issued with A's loads instead of four byte loads at compute time.
 Measured (H100, `make leaderboard`, 2026-11-21): 36.50 / 60.26 / 20.72 us, geomean 35.72 us =
 1.25 x the read floor geomean (v3: 55.00); see docs/perf-notes.md (CuTe DSL path).
 """
+import ctypes
 import math
 
 import torch
@@ -300,34 +301,51 @@ def choose_config(m: int, k: int, l: int) -> tuple[int, int, int]:
 _launches: dict = {}
 
 
-def _launch(data: input_t, config: tuple[int, int]):
-    """The compiled kernel's executor and its packed arguments for this buffer set, made once: the
-    DSL's per-call argument conversion (pointer wrapping, signature checks) costs 30-40 us a call."""
+def _launch(data: input_t, config: tuple):
+    """The compiled kernel's executor and its packed arguments, made once per tile and shape: the DSL's
+    per-call argument conversion (pointer wrapping, signature checks) costs 30-40 us a call. The
+    packed arguments point at each Pointer's address slot, so a call with other buffers only writes
+    the new addresses there (checked once; else the arguments are rebuilt on every call)."""
     a, b, _, _, sfa_permuted, sfb_permuted, c = data
     config = tuple(config)
-    key = (config, a.shape, a.data_ptr(), b.data_ptr(), sfa_permuted.data_ptr(), sfb_permuted.data_ptr(), c.data_ptr())
+    key = (config, a.shape)
     launch = _launches.get(key)
     if launch is None:
         compiled = compile_kernel(hardware_fp4(), *config)
         m, kh, l = a.shape
         gmem = cute.AddressSpace.gmem
-        args = (make_ptr(cutlass.Int32, a.data_ptr(), gmem, assumed_align=16),
+        ptrs = (make_ptr(cutlass.Int32, a.data_ptr(), gmem, assumed_align=16),
                 make_ptr(cutlass.Int32, b.data_ptr(), gmem, assumed_align=16),
                 make_ptr(cutlass.Int32, sfa_permuted.data_ptr(), gmem, assumed_align=32),
                 make_ptr(cutlass.Int32, sfb_permuted.data_ptr(), gmem, assumed_align=32),
-                make_ptr(c_dtype, c.data_ptr(), gmem, assumed_align=16),
-                (m, 1, kh * 2, l))
-        exe_args, adapted = compiled.generate_execution_args(*args)
-        if len(_launches) >= 64:  # new buffers every call (leaderboard mode): keep the cache small
-            _launches.clear()
-        # the arguments and their adapted forms stay referenced: exe_args points into them
-        launch = _launches[key] = (compiled.to(None), exe_args, (args, adapted))
+                make_ptr(c_dtype, c.data_ptr(), gmem, assumed_align=16))
+        exe_args, adapted = compiled.generate_execution_args(*ptrs, (m, 1, kh * 2, l))
+        slots = [getattr(p, "_desc", None) for p in ptrs]
+        in_place = all(s is not None and getattr(exe_args[i], "value", exe_args[i]) == ctypes.addressof(s)
+                       for i, s in enumerate(slots))
+        launch = _launches[key] = (compiled, compiled.to(None), exe_args, slots if in_place else None, (ptrs, adapted))
     return launch
 
 
-def run_with(data: input_t, config: tuple[int, int]) -> output_t:
-    executor, exe_args, _ = _launch(data, config)
+def _run(data: input_t, config: tuple) -> None:
+    compiled, executor, exe_args, slots, _ = _launch(data, config)
+    a, b, _, _, sfa_permuted, sfb_permuted, c = data
+    if slots is None:  # this DSL version packs pointers differently: the slow, general call
+        m, kh, l = a.shape
+        gmem = cute.AddressSpace.gmem
+        compiled(make_ptr(cutlass.Int32, a.data_ptr(), gmem, assumed_align=16),
+                 make_ptr(cutlass.Int32, b.data_ptr(), gmem, assumed_align=16),
+                 make_ptr(cutlass.Int32, sfa_permuted.data_ptr(), gmem, assumed_align=32),
+                 make_ptr(cutlass.Int32, sfb_permuted.data_ptr(), gmem, assumed_align=32),
+                 make_ptr(c_dtype, c.data_ptr(), gmem, assumed_align=16), (m, 1, kh * 2, l))
+        return
+    for slot, t in zip(slots, (a, b, sfa_permuted, sfb_permuted, c)):
+        slot.value = t.data_ptr()
     executor.run_compiled_program(exe_args)
+
+
+def run_with(data: input_t, config: tuple) -> output_t:
+    _run(data, config)
     return data[-1]
 
 
