@@ -129,5 +129,7 @@ def test_b200_style_cuda_builds_for_hopper_only_through_the_rewrite(tmp_path):
     assert build("-gencode=arch=compute_100a,code=sm_100a").returncode == 0
     plain = build("-gencode=arch=compute_90a,code=sm_90a")
     assert plain.returncode != 0 and "e2m1x2" in plain.stderr
-    emulated = build("-gencode=arch=compute_100a,code=sm_100a", emulate=True)
+    # as torch's ninja file calls it: with a dependency file (-MD -MF)
+    emulated = build("-MD", "-MF", "k.o.d", "-gencode=arch=compute_100a,code=sm_100a", emulate=True)
     assert emulated.returncode == 0, emulated.stderr[-2000:]
+    assert (tmp_path / "k.o").exists() and (tmp_path / "k.o.d").read_text().startswith(f"{tmp_path / 'k.o'}:")

@@ -115,7 +115,7 @@ def retarget(args: list[str], arch: str) -> list[str]:
 def compile_with_rewrite(arch: str, args: list[str]) -> int:
     """Run nvcc's own steps (--dryrun) with the PTX rewrite between the front end and ptxas."""
     nvcc = os.environ.get("EVAL_REAL_NVCC") or "nvcc"
-    args = retarget(args, arch)
+    args, depfile = without_depfile(retarget(args, arch))
     with tempfile.TemporaryDirectory(prefix="nvcc-emulate-") as keep:
         plan = subprocess.run([nvcc, *args, "--dryrun", "--keep", "--keep-dir", keep], capture_output=True,
                               text=True)
@@ -127,13 +127,42 @@ def compile_with_rewrite(arch: str, args: list[str]) -> int:
             if not line.startswith("#$ "):
                 continue
             command = line[3:]
+            if command.startswith("--"):  # nvcc's own pseudo-steps ("-- Filter Dependencies --")
+                continue
             assignment = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", command)
             lines.append(f"{assignment.group(1)}={shlex.quote(assignment.group(2))}" if assignment else command)
             ptx = re.search(r'-o\s+"?([^"\s]+\.ptx)"?', command)
             if "cicc" in command and ptx:
                 lines.append(f"{shlex.quote(sys.executable)} {shlex.quote(os.path.abspath(__file__))} --rewrite "
                              f"{shlex.quote(ptx.group(1))}")
-        return subprocess.run(["bash", "-c", "\n".join(lines)]).returncode
+        code = subprocess.run(["bash", "-c", "\n".join(lines)]).returncode
+    if code == 0 and depfile:
+        write_depfile(depfile, args)
+    return code
+
+
+def without_depfile(args: list[str]) -> tuple[list[str], str | None]:
+    """torch's ninja build asks nvcc for a dependency file (-MD -MF FILE); nvcc makes it in a step of
+    its own that --dryrun cannot replay, so the stand-in drops the flags and writes the file itself."""
+    out, depfile, skip = [], None, False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg == "-MD":
+            continue
+        elif arg == "-MF" and i + 1 < len(args):
+            depfile, skip = args[i + 1], True
+        else:
+            out.append(arg)
+    return out, depfile
+
+
+def write_depfile(path: str, args: list[str]) -> None:
+    """The object depends on its source (enough for a one-off build: ninja rebuilds when the source changes)."""
+    value = lambda flag: args[args.index(flag) + 1] if flag in args[:-1] else None  # noqa: E731
+    target, source = value("-o"), value("-c")
+    if target and source:
+        Path(path).write_text(f"{target}: {source}\n")
 
 
 def main(argv: list[str]) -> int:
