@@ -87,13 +87,16 @@ def _collect(sides: list[Side], case: Case, options: modes.Options, rounds: int,
             if not side.saved.get(case.spec):
                 raise KeyError(case.spec)
             collected[i] = list(side.saved[case.spec])
-    for _ in range(rounds):
+    # one discarded run per live side first (as the leaderboard's untimed call before a case): a
+    # kernel's first launch (lazy load, JIT) is not part of either side's samples
+    for round_size, keep in [(1, False)] + [(per_round, True)] * rounds:
         for i, side in enumerate(sides):
             if side.runner:
                 try:
-                    collected[i] += modes.samples(side.runner, modes.new_case(case, options), options, per_round)
+                    got = modes.samples(side.runner, modes.new_case(case, options), options, round_size)
                 except modes.WorkerFailure as failure:
                     raise modes.WorkerFailure(f"{side.name} on {case.label}: {failure.reason}")
+                collected[i] += got if keep else []
     return collected
 
 

@@ -255,10 +255,22 @@ def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: 
 # `python -m eval tune submission/v4.py --write` on that GPU (docs/perf-notes.md); a GPU not listed
 # takes the row of the listed one nearest in bandwidth per SM, a shape not listed choose_config's rule.
 # A CTA covers at most one 128-row tile: (threads / threads per row) x rows per thread <= 128.
+# The B200 row is reasoned, not measured (no B200 here): it takes the H200's picks, the GPU nearest it
+# in bytes per second per SM.
 TUNED = {
     ('NVIDIA H100 80GB HBM3', 132, 3352, 50): {
-        (7168, 16384, 1): (16, 1, 128),
+        (7168, 16384, 1): (128, 4, 128),
         (4096, 7168, 8): (16, 4, 128),
+        (7168, 2048, 4): (16, 2, 128),
+    },
+    ('NVIDIA H200', 132, 4814, 60): {
+        (7168, 16384, 1): (128, 4, 128),
+        (4096, 7168, 8): (16, 2, 128),
+        (7168, 2048, 4): (16, 2, 128),
+    },
+    ('NVIDIA B200', 148, 8000, 126): {
+        (7168, 16384, 1): (128, 4, 128),
+        (4096, 7168, 8): (16, 2, 128),
         (7168, 2048, 4): (16, 2, 128),
     },
 }

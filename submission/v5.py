@@ -457,7 +457,8 @@ void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const
 # only list: CUDA_SRC's NVFP4_CONFIGS is made from it), less the split (a runtime argument)
 KERNELS = [(8, 2, 128, 2, 1, 1), (16, 2, 128, 2, 1, 1), (32, 2, 128, 2, 1, 1), (64, 2, 128, 2, 1, 1),
            (32, 2, 128, 2, 1, 6), (32, 2, 128, 2, 1, 8), (256, 2, 256, 2, 1, 4), (128, 2, 128, 2, 1, 8),
-           (256, 2, 256, 1, 2, 4), (128, 2, 128, 1, 2, 8), (128, 4, 128, 2, 1, 4)]
+           (256, 2, 256, 1, 2, 4), (128, 2, 128, 1, 2, 8), (128, 4, 128, 2, 1, 4), (128, 4, 256, 2, 1, 3),
+           (256, 4, 256, 1, 2, 3), (64, 4, 128, 1, 1, 8), (32, 4, 128, 1, 1, 8)]
 # every configuration `python -m eval.tune submission/v5.py` times
 CONFIGS = [kernel + (1,) for kernel in KERNELS] + [(32, 2, 128, 2, 1, 1, 4)]
 
@@ -473,11 +474,24 @@ CUDA_SRC = _configs_macro(KERNELS) + KERNEL_SRC
 # bandwidth GB/s, L2 MiB), then by (m, k, l). Rows come from `python -m eval tune submission/v5.py
 # --write` on that GPU (docs/perf-notes.md); a GPU not listed takes the row of the listed one nearest
 # in bandwidth per SM (the bytes each SM must keep in flight), a shape not listed choose_config's rule.
+# The B200 row is reasoned, not measured (no B200 here): 148 SMs at about 8 TB/s need ~1.5x the H200's
+# bytes in flight per SM (54 vs 36 GB/s per SM), so it takes the H200's picks, the configurations
+# with the most loads in flight and 4 rows per vector decode; they build for sm_100a without spills.
 TUNED = {
     ('NVIDIA H100 80GB HBM3', 132, 3352, 50): {
-        (7168, 16384, 1): (256, 2, 256, 1, 2, 4, 1),
-        (4096, 7168, 8): (128, 4, 128, 2, 1, 4, 1),
+        (7168, 16384, 1): (256, 2, 256, 2, 1, 4, 1),
+        (4096, 7168, 8): (128, 4, 256, 2, 1, 3, 1),
         (7168, 2048, 4): (32, 2, 128, 2, 1, 6, 1),
+    },
+    ('NVIDIA H200', 132, 4814, 60): {
+        (7168, 16384, 1): (256, 4, 256, 1, 2, 3, 1),
+        (4096, 7168, 8): (64, 4, 128, 1, 1, 8, 1),
+        (7168, 2048, 4): (32, 4, 128, 1, 1, 8, 1),
+    },
+    ('NVIDIA B200', 148, 8000, 126): {
+        (7168, 16384, 1): (256, 4, 256, 1, 2, 3, 1),
+        (4096, 7168, 8): (64, 4, 128, 1, 1, 8, 1),
+        (7168, 2048, 4): (32, 4, 128, 1, 1, 8, 1),
     },
 }
 
