@@ -38,6 +38,18 @@ def test_faster_than_memory_allows_fails_the_case():
     assert unknown.passed
 
 
+def test_batched_timing_skips_the_floor_where_the_data_fits_in_l2():
+    """--timing batched leaves a case's bytes in L2 between calls: an honest kernel on a case smaller
+    than L2 beats the DRAM floor (v5 on the H200: 11.80 µs against 13.34 on 7168x2048x4, 33 MB in a
+    60 MB L2), so the floor judges only cases larger than L2 there."""
+    floors = {"7168x16384x1": {"median_ns": 28500.0}}
+    fast = bench_record(0.5 * 28500.0).cases[0]  # 7168x16384x1 moves 66 MB
+    modes._check_floor(fast, floors, resident_l2_bytes=128 * 2**20)
+    assert fast.passed
+    modes._check_floor(fast, floors, resident_l2_bytes=50 * 2**20)
+    assert not fast.passed and "faster than memory allows" in fast.error
+
+
 def test_b200_sol_column():
     record = bench_record(17244.0, gpu="NVIDIA B200")
     sol.annotate(record)
