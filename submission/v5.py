@@ -9,8 +9,10 @@ rows, and each thread loads the vector's chunk with its A and decodes it in regi
 memory, no barrier); case 3 keeps 8-row blocks that decode the vector once into shared memory.
 sm_100a: hardware cvt.rn.f16x2.e2m1x2 and fma.rn.f16x2 instead. Optional split-K with an atomic fp32
 reduction (used for short-M shapes).
-Measured (H100, `make leaderboard`, 2026-11-21): 29.46 / 52.83 / 17.08 us = 1.06 / 1.04 / 1.04 x
-the measured read floor, geomean 29.85 us (docs/perf-notes.md).
+Launch configurations per device (TUNED, keyed by device_key(); retune with `python -m eval tune
+submission/v5.py --write`). Measured (`eval rank`, 2026-11-21): H100 29.56 / 52.57 / 17.18 us =
+1.07 / 1.04 / 1.04 x the measured read floor; H200 23.51 / 40.76 / 14.89 us = 1.09 / 1.09 / 1.12 x
+(docs/perf-notes.md).
 """
 import math
 import os
