@@ -187,5 +187,7 @@ def test_batched_timing_judges_every_output(results_dir):
     honest = modes.run_benchmarks(TORCH_REF, smoke, options)
     assert honest.passed, honest.error or [c.error for c in honest.cases]
     cheat = modes.run_benchmarks(ROOT / "tests" / "adversarial" / "cache_by_pointer.py", smoke, options)
-    # caught by the per-case correctness call before timing (new data in the same buffers)
-    assert not cheat.passed and cheat.cases[0].error.startswith("wrong result when called again"), cheat.cases[0].error
+    # caught by the per-case correctness calls before timing (which step first sees the stale result
+    # depends on the buffers the allocator hands out)
+    caught = cheat.cases[0]
+    assert not cheat.passed and "mismatch" in caught.error and not caught.samples, caught.error
