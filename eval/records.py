@@ -53,10 +53,15 @@ class Sol:
 UNSIZED = ("seed", "dist")  # keywords of a case that do not change its size
 
 
+def size_values(args: dict) -> tuple:
+    """A case's size, e.g. (7168, 16384, 1): its keywords but seed and dist, in order."""
+    return tuple(v for k, v in args.items() if k not in UNSIZED)
+
+
 def size_key(args: dict) -> str:
-    """A case's size, e.g. "7168x16384x1": its keywords but seed and dist, joined by x (floors and
-    the leaderboard's per-shape tables are keyed by it)."""
-    return "x".join(str(v) for k, v in args.items() if k not in UNSIZED)
+    """A case's size, e.g. "7168x16384x1": size_values joined by x (floors and the leaderboard's
+    per-shape tables are keyed by it)."""
+    return "x".join(map(str, size_values(args)))
 
 
 @dataclass

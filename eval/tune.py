@@ -20,7 +20,7 @@ from pathlib import Path
 
 from eval.cases import Case
 from eval.judge import modes
-from eval.records import UNSIZED
+from eval.records import size_values
 
 
 @dataclass
@@ -32,14 +32,13 @@ class TuneResult:
 
     def row(self) -> str:
         """The TUNED entry for this device, as Python source."""
-        key = self.device_key if self.device_key is not None else "this GPU (the submission has no device_key())"
-        lines = [f"    {key!r}: {{"] + [f"        {shape!r}: {config!r}," for shape, config in self.best.items()]
-        return "\n".join(lines + ["    },"])
+        return render_row(self.device_key if self.device_key is not None
+                          else "this GPU (the submission has no device_key())", self.best)
 
 
-def shape_of(case: Case) -> tuple:
-    """(m, k, l) for this problem: the case's keywords that set its size, in order."""
-    return tuple(v for k, v in case.args.items() if k not in UNSIZED)
+def render_row(key, row: dict) -> str:
+    """One device's entry of a TUNED literal, as Python source (no trailing newline)."""
+    return "\n".join([f"    {key!r}: {{"] + [f"        {shape!r}: {cfg!r}," for shape, cfg in row.items()] + ["    },"])
 
 
 def tune(sub: Path, cases: list[Case], options: modes.Options, runs: int = 100) -> TuneResult:
@@ -59,14 +58,13 @@ def tune(sub: Path, cases: list[Case], options: modes.Options, runs: int = 100) 
                     params = modes.runs_params(result.args, options, (runs, modes.NO_LIMIT), fresh_seeds=False)
                     reply = runner.call("runs", {"args": result.args, "params": params, "config": config})
                     samples, reason = modes.judge_runs(reply, result.args)
-                    rows.append((statistics.median(samples), config, f"WRONG: {reason}"[:90] if reason else ""))
-                    if reason:
-                        rows[-1] = (float("inf"), config, rows[-1][2])
+                    rows.append((float("inf"), config, f"WRONG: {reason}"[:90]) if reason
+                                else (statistics.median(samples), config, ""))
                 except modes.WorkerFailure as failure:
                     rows.append((float("inf"), config, f"skip: {failure.reason}"[:90]))
             rows.sort(key=lambda r: r[0])
             if rows and rows[0][0] != float("inf"):
-                best[shape_of(case)] = tuple(rows[0][1]) if isinstance(rows[0][1], list) else rows[0][1]
+                best[size_values(case.args)] = tuple(rows[0][1]) if isinstance(rows[0][1], list) else rows[0][1]
             else:
                 ok = False
             lines.append(f"== {case.label}")
@@ -80,6 +78,23 @@ class TableError(ValueError):
     """The submission has no TUNED dict literal to write into."""
 
 
+def assigned_node(path: Path, name: str) -> ast.Assign | None:
+    """The module-level `NAME = ...` of a Python file, if there is one."""
+    return next((n for n in ast.parse(path.read_text()).body if isinstance(n, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)), None)
+
+
+def assigned_literal(path: Path, name: str, node: ast.Assign | None = None):
+    """The value of the module-level `NAME = <literal>` of a Python file."""
+    node = node or assigned_node(path, name)
+    if node is None:
+        raise TableError(f"{path} has no `{name} = ...` at module level")
+    try:
+        return ast.literal_eval(node.value)
+    except ValueError as exc:
+        raise TableError(f"{path}: {name} is not a plain literal ({exc})") from None
+
+
 def write_row(sub: Path, result: TuneResult) -> None:
     """Replace (or add) this device's row in the submission's `TUNED = {...}` literal, keeping the
     other devices' rows and the shapes this run did not tune (a row under the same name and SM count
@@ -87,21 +102,15 @@ def write_row(sub: Path, result: TuneResult) -> None:
     if result.device_key is None:
         raise TableError(f"{sub} has no device_key(): the row cannot be keyed by device")
     source = sub.read_text()
-    node = next((n for n in ast.parse(source).body if isinstance(n, ast.Assign)
-                 and any(isinstance(t, ast.Name) and t.id == "TUNED" for t in n.targets)), None)
+    node = assigned_node(sub, "TUNED")
     if node is None or not isinstance(node.value, ast.Dict):
         raise TableError(f"{sub} has no `TUNED = {{...}}` table (device key -> shape -> configuration)")
-    try:
-        table = ast.literal_eval(node.value)
-    except ValueError as exc:
-        raise TableError(f"{sub}: TUNED is not a plain literal ({exc})") from None
+    table = assigned_literal(sub, "TUNED", node)
     # the same GPU (name and SM count) keeps one row, whatever bandwidth or L2 a driver reported before
     same = [key for key in table if tuple(key[:2]) == tuple(result.device_key[:2])]
     row = {shape: cfg for key in same for shape, cfg in table.pop(key).items()}
     table[result.device_key] = {**row, **result.best}
-    text = "TUNED = {\n" + "\n".join(
-        f"    {key!r}: {{\n" + "".join(f"        {shape!r}: {cfg!r},\n" for shape, cfg in row.items()) + "    },"
-        for key, row in table.items()) + "\n}"
+    text = "TUNED = {\n" + "\n".join(render_row(key, row) for key, row in table.items()) + "\n}"
     lines = source.splitlines(keepends=True)
     new = "".join(lines[:node.lineno - 1]) + text + "\n" + "".join(lines[node.end_lineno:])
     tmp = sub.with_name(sub.name + ".tune-tmp")

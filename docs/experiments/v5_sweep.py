@@ -14,7 +14,6 @@ Usage (repo root), on the GPU to tune for:
   python docs/experiments/v5_sweep.py OUT.py && python -m eval tune OUT.py --runs 40 --write
   python docs/experiments/v5_sweep.py --adopt OUT.py   # its TUNED row into submission/v5.py, kernels added
 """
-import ast
 import re
 import sys
 from pathlib import Path
@@ -66,24 +65,19 @@ def adopt(sweep_file: Path, target: Path = ROOT / "submission" / "v5.py") -> str
     sys.path.insert(0, str(ROOT))
     from eval import tune
 
-    def literal(path: Path, name: str):
-        node = next(n for n in ast.parse(path.read_text()).body if isinstance(n, ast.Assign)
-                    and any(isinstance(t, ast.Name) and t.id == name for t in n.targets))
-        return ast.literal_eval(node.value)
-
-    swept, current = literal(sweep_file, "TUNED"), literal(target, "TUNED")
+    swept, current = tune.assigned_literal(sweep_file, "TUNED"), tune.assigned_literal(target, "TUNED")
     for key, row in swept.items():
         if row != current.get(key):
             tune.write_row(target, tune.TuneResult("", True, key, row))
-    kernels = literal(target, "KERNELS")
-    needed = [cfg[:6] for row in literal(target, "TUNED").values() for cfg in row.values()]
+    kernels, table = tune.assigned_literal(target, "KERNELS"), tune.assigned_literal(target, "TUNED")
+    needed = [cfg[:6] for row in table.values() for cfg in row.values()]
     kernels += [k for k in dict.fromkeys(needed) if k not in kernels]
     src = target.read_text()
     src = re.sub(r"^KERNELS = \[.*?\]$", "KERNELS = [" + ",\n           ".join(
         ", ".join(map(repr, kernels[i:i + 4])) for i in range(0, len(kernels), 4)) + "]", src, count=1,
         flags=re.S | re.M)
     target.write_text(src)
-    return f"{target}: TUNED rows {sorted(k[0] for k in literal(target, 'TUNED'))}, {len(kernels)} kernels"
+    return f"{target}: TUNED rows {sorted(k[0] for k in table)}, {len(kernels)} kernels"
 
 
 if __name__ == "__main__":
