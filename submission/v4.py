@@ -244,12 +244,26 @@ def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: 
     the first call compiles."""
     key = (hw, tk, rows, threads)
     if key not in _compiled:
-        gmem = cute.AddressSpace.gmem
-        ptrs = [make_ptr(cutlass.Int32, 0, gmem, assumed_align=16), make_ptr(cutlass.Int32, 0, gmem, assumed_align=16),
-                make_ptr(cutlass.Int32, 0, gmem, assumed_align=32), make_ptr(cutlass.Int32, 0, gmem, assumed_align=32),
-                make_ptr(c_dtype, 0, gmem, assumed_align=16)]
-        _compiled[key] = cute.compile(my_kernel, *ptrs, (0, 0, 0, 0), tk, rows, hw, threads)
+        _compiled[key] = cute.compile(my_kernel, *pointers((0,) * 5), (0, 0, 0, 0), tk, rows, hw, threads)
     return _compiled[key]
+
+
+# my_kernel's pointer arguments: a, b, sfa, sfb (permuted layouts), c, with their element type and alignment
+POINTER_KINDS = ((cutlass.Int32, 16), (cutlass.Int32, 16), (cutlass.Int32, 32), (cutlass.Int32, 32), (c_dtype, 16))
+
+
+def pointers(addresses) -> tuple:
+    """The five pointer arguments of my_kernel at these addresses (in POINTER_KINDS order)."""
+    gmem = cute.AddressSpace.gmem
+    return tuple(make_ptr(dtype, address, gmem, assumed_align=align)
+                 for (dtype, align), address in zip(POINTER_KINDS, addresses))
+
+
+def buffers(data: input_t) -> tuple:
+    """The tensors behind my_kernel's pointers, in its order, and the problem size it takes."""
+    a, b, _, _, sfa_permuted, sfb_permuted, c = data
+    m, kh, l = a.shape
+    return (a, b, sfa_permuted, sfb_permuted, c), (m, 1, kh * 2, l)
 
 
 # Tiles per device, keyed by what the device reports (device_key(): name, SMs, memory bandwidth GB/s,
@@ -320,20 +334,14 @@ def _launch(data: input_t, config: tuple):
     per-call argument conversion (pointer wrapping, signature checks) costs 30-40 us a call. The
     packed arguments point at each Pointer's address slot, so a call with other buffers only writes
     the new addresses there (checked once; else the arguments are rebuilt on every call)."""
-    a, b, _, _, sfa_permuted, sfb_permuted, c = data
     config = tuple(config)
-    key = (config, a.shape)
+    key = (config, data[0].shape)
     launch = _launches.get(key)
     if launch is None:
         compiled = compile_kernel(hardware_fp4(), *config)
-        m, kh, l = a.shape
-        gmem = cute.AddressSpace.gmem
-        ptrs = (make_ptr(cutlass.Int32, a.data_ptr(), gmem, assumed_align=16),
-                make_ptr(cutlass.Int32, b.data_ptr(), gmem, assumed_align=16),
-                make_ptr(cutlass.Int32, sfa_permuted.data_ptr(), gmem, assumed_align=32),
-                make_ptr(cutlass.Int32, sfb_permuted.data_ptr(), gmem, assumed_align=32),
-                make_ptr(c_dtype, c.data_ptr(), gmem, assumed_align=16))
-        exe_args, adapted = compiled.generate_execution_args(*ptrs, (m, 1, kh * 2, l))
+        tensors, size = buffers(data)
+        ptrs = pointers(t.data_ptr() for t in tensors)
+        exe_args, adapted = compiled.generate_execution_args(*ptrs, size)
         slots = [getattr(p, "_desc", None) for p in ptrs]
         in_place = all(s is not None and getattr(exe_args[i], "value", exe_args[i]) == ctypes.addressof(s)
                        for i, s in enumerate(slots))
@@ -343,17 +351,11 @@ def _launch(data: input_t, config: tuple):
 
 def _run(data: input_t, config: tuple) -> None:
     compiled, executor, exe_args, slots, _ = _launch(data, config)
-    a, b, _, _, sfa_permuted, sfb_permuted, c = data
+    tensors, size = buffers(data)
     if slots is None:  # this DSL version packs pointers differently: the slow, general call
-        m, kh, l = a.shape
-        gmem = cute.AddressSpace.gmem
-        compiled(make_ptr(cutlass.Int32, a.data_ptr(), gmem, assumed_align=16),
-                 make_ptr(cutlass.Int32, b.data_ptr(), gmem, assumed_align=16),
-                 make_ptr(cutlass.Int32, sfa_permuted.data_ptr(), gmem, assumed_align=32),
-                 make_ptr(cutlass.Int32, sfb_permuted.data_ptr(), gmem, assumed_align=32),
-                 make_ptr(c_dtype, c.data_ptr(), gmem, assumed_align=16), (m, 1, kh * 2, l))
+        compiled(*pointers(t.data_ptr() for t in tensors), size)
         return
-    for slot, t in zip(slots, (a, b, sfa_permuted, sfb_permuted, c)):
+    for slot, t in zip(slots, tensors):
         slot.value = t.data_ptr()
     executor.run_compiled_program(exe_args)
 
