@@ -9,9 +9,9 @@ sm_100+ keeps the hardware cvt and fma.rn.f16x2. Rows are declared 16-byte align
 so A and b load as ld.global.v4; the permuted scales are read as 32-bit words (one row's 4 scales of
 a K tile), issued with A's loads instead of four byte loads at compute time.
 Tiles per device (TUNED, keyed by device_key(); `python -m eval tune submission/v4.py --write`); the
-compiled kernel's arguments are packed once per tile and shape (host cost 9-18 us a call, was 42-52).
-Measured (`eval rank`, 2026-11-21): H100 36.71 / 60.66 / 20.87 us, geomean 35.95 us (v3: 55.00);
-H200 31.31 / 48.97 / 18.15 us; see docs/perf-notes.md (CuTe DSL path, sixth session).
+compiled kernel's arguments are packed once per tile and shape (host cost 11-19 us a call, v5's in the
+same calls, was 42-52). Measured (`make rank`, 2026-11-21): H100 36.54 / 60.65 / 20.88 us, geomean
+35.90 us (v3: 55.43); H200 31.37 / 49.25 / 18.17 us; see docs/perf-notes.md (sixth, seventh session).
 """
 import ctypes
 import math

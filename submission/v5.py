@@ -10,9 +10,9 @@ memory, no barrier); case 3 keeps 8-row blocks that decode the vector once into 
 sm_100a: hardware cvt.rn.f16x2.e2m1x2 and fma.rn.f16x2 instead. Optional split-K with an atomic fp32
 reduction (used for short-M shapes).
 Launch configurations per device (TUNED, keyed by device_key(); retune with `python -m eval tune
-submission/v5.py --write`). Measured (`eval rank`, 2026-11-21): H100 29.56 / 52.57 / 17.18 us =
-1.07 / 1.04 / 1.04 x the measured read floor; H200 23.51 / 40.76 / 14.89 us = 1.09 / 1.09 / 1.12 x
-(docs/perf-notes.md).
+submission/v5.py --write`). Measured (`make rank`, 2026-11-21, floors in the same call): H100
+29.62 / 52.59 / 17.17 us = 1.06 / 1.03 / 1.04 x the measured read floor; H200 23.43 / 40.69 / 14.94 us
+= 1.09 / 1.09 / 1.12 x (docs/perf-notes.md, seventh session).
 """
 import math
 import os
@@ -487,12 +487,12 @@ TUNED = {
     },
     ('NVIDIA H200', 132, 4814, 60): {
         (7168, 16384, 1): (256, 4, 256, 1, 2, 3, 1),
-        (4096, 7168, 8): (64, 4, 128, 1, 1, 8, 1),
+        (4096, 7168, 8): (32, 4, 128, 1, 1, 8, 1),
         (7168, 2048, 4): (32, 4, 128, 1, 1, 8, 1),
     },
     ('NVIDIA B200', 148, 8000, 126): {
         (7168, 16384, 1): (256, 4, 256, 1, 2, 3, 1),
-        (4096, 7168, 8): (64, 4, 128, 1, 1, 8, 1),
+        (4096, 7168, 8): (32, 4, 128, 1, 1, 8, 1),
         (7168, 2048, 4): (32, 4, 128, 1, 1, 8, 1),
     },
 }

@@ -40,8 +40,22 @@ def test_v5_probe_variants_compile(tmp_path):
     spec = importlib.util.spec_from_file_location("v5_probe", ROOT / "docs" / "experiments" / "v5_probe.py")
     probe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(probe)
-    for name in ("loads", "no_sfa", "noalloc", "i2f"):
+    for name in probe.VARIANTS[1:]:
         src = tmp_path / f"{name}.cu"
         src.write_text(probe.variant(name))
         built = compile_cuda(src, "90a")
         assert built.returncode == 0, f"{name}: {built.stderr[-3000:]}"
+
+
+def test_v5_probe_picks_v5s_configs(monkeypatch):
+    """The probe's driver (run only on a GPU) asks v5 for each benchmark's configuration from the
+    case record: a change to the record must not break it unnoticed."""
+    spec = importlib.util.spec_from_file_location("v5_probe", ROOT / "docs" / "experiments" / "v5_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    monkeypatch.setattr(probe.v5, "device_key", lambda: ("NVIDIA H200", 132, 4814, 60))
+    from eval import cases
+    benchmarks = cases.select_cases("benchmarks")
+    assert [probe.configs_for(case, []) for case in benchmarks] == [
+        [probe.v5.TUNED[("NVIDIA H200", 132, 4814, 60)][shape]] for shape in ((7168, 16384, 1), (4096, 7168, 8), (7168, 2048, 4))]
+    assert probe.configs_for(benchmarks[0], [(32, 2, 128, 2, 1, 1, 1)]) == [(32, 2, 128, 2, 1, 1, 1)]

@@ -6,6 +6,8 @@ harness (median of per-call runs, L2 flushed). Variants:
   no_sfa     full compute, but SFA replaced by a constant (no SFA loads)
   noalloc    full, but A always loaded with L1::no_allocate (V > 1 normally lets L1 keep the sector)
   i2f        full, but the integer dot products become float by I2F instead of the 2^23 bit trick
+  pos_only   full, but A's negative codes skipped (wrong results): 6 of the 11 instructions per
+             32-bit word of A gone; how much of the time the A decode is
 $PROBE_VARIANTS (space-separated) picks some of them; default: all.
 Run from the repo root: python docs/experiments/v5_probe.py [configs...]
 """
@@ -23,6 +25,7 @@ sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]  # the repo, an
 import reference  # noqa: E402
 import probe_timing as timing  # noqa: E402
 from eval import cases  # noqa: E402
+from eval.records import size_values  # noqa: E402
 
 spec = importlib.util.spec_from_file_location("v5", ROOT / "submission" / "v5.py")
 v5 = importlib.util.module_from_spec(spec)
@@ -49,6 +52,9 @@ ROW_LOAD_NO_SFA = """{
         }"""
 
 
+VARIANTS = ("full", "loads", "no_sfa", "noalloc", "i2f", "pos_only")
+
+
 def variant(name: str) -> str:
     src = v5.CUDA_SRC
     if name == "loads":
@@ -59,6 +65,9 @@ def variant(name: str) -> str:
         src = src.replace("load_codes(codes_row + c * V + v, V > 1)", "load_codes(codes_row + c * V + v, false)")
     elif name == "i2f":
         src = src.replace("return __int_as_float(0x4B400000 + x) - 12582912.f;", "return (float)x;")
+    elif name == "pos_only":
+        src = src.replace("    neg = __dp4a((int)lut4(wn, lo), (int)b_lo, neg);\n", "")
+        src = src.replace("    neg = __dp4a((int)lut4(wn >> 16, lo), (int)b_hi, neg);\n", "")
     assert name == "full" or src != v5.CUDA_SRC, name
     return src
 
@@ -68,16 +77,20 @@ def build(name: str):
                        functions=["gemv"], extra_cuda_cflags=["-O3", "-std=c++17"], verbose=False)
 
 
+def configs_for(case, configs: list) -> list:
+    """The configurations to probe on a case: those given, else v5's own choice on this device."""
+    return configs or [v5.choose_config(*size_values(case.args))]
+
+
 def main(configs):
     os.environ["TORCH_CUDA_ARCH_LIST"] = v5._arch_list()
     flusher = timing.L2Flusher()
-    names = os.environ.get("PROBE_VARIANTS", "full loads no_sfa noalloc i2f").split()
+    names = os.environ.get("PROBE_VARIANTS", " ".join(VARIANTS)).split()
     mods = {name: build(name) for name in names}
     for case in cases.select_cases("benchmarks"):
         data = reference.generate_input(**case.args)
         a, b, sfa, sfb, _, _, c = data
-        cfgs = configs or [v5.choose_config(*case.shape)]
-        for cfg in cfgs:
+        for cfg in configs_for(case, configs):
             m, _, l = a.shape
             partial, arrivals = v5._split_scratch(c.device, m * l if cfg[-1] > 1 else 0)  # split-K scratch
             row = []

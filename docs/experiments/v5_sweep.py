@@ -6,6 +6,7 @@ every (threads per row group, rows per thread, block, steps in flight, 16-byte w
   one-group blocks (vector in registers) of 128 or 256 threads, rows 2 or 4, steps 1-4, words 1-2;
   several-group blocks (vector in shared memory) of (32|64, 128), (64|128, 256) threads, steps 1-2;
   small groups (16|32 of 128) with one word per step, steps 1-3, for the short-K case;
+  (seventh session) 8 rows per thread with one word per step, and 512-thread blocks of 4 rows;
 with, for each, the one or two register caps (min blocks per SM) that give the most resident blocks
 without spilling and at least 16 warps per SM, and no more steps in flight than a thread of the
 benchmark shapes has. Plus the kernels v5 already compiles in.
@@ -42,6 +43,10 @@ CANDIDATES = [
     (256, 2, 256, 1, 2, 3), (256, 2, 256, 1, 2, 4), (256, 2, 256, 2, 1, 3), (256, 2, 256, 2, 1, 4),
     (256, 4, 256, 1, 1, 3), (256, 4, 256, 1, 1, 4), (256, 4, 256, 1, 2, 2), (256, 4, 256, 1, 2, 3),
     (256, 4, 256, 2, 1, 2),
+    # seventh session: 8 rows per thread (the vector's decode shared by twice the rows; 127-128
+    # registers) and 512-thread blocks of 4 rows (64 registers, 32 warps per SM)
+    (32, 8, 128, 1, 1, 4), (64, 8, 128, 1, 1, 4), (64, 8, 256, 1, 1, 2), (128, 8, 128, 1, 1, 4),
+    (256, 8, 256, 1, 1, 2), (512, 4, 512, 1, 1, 2),
 ]
 
 
