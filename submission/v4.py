@@ -7,11 +7,15 @@ codes no longer become half2 by shift/mask (5 instructions a pair): a byte looku
 sign-replicate mode splits positive and negative codes) feeds int8 dot products (dp4a), exact;
 sm_100+ keeps the hardware cvt and fma.rn.f16x2. Rows are declared 16-byte aligned (cute.assume),
 so A and b load as ld.global.v4; the permuted scales are read as 32-bit words (one row's 4 scales of
-a K tile), issued with A's loads instead of four byte loads at compute time.
+a K tile), issued with A's loads instead of four byte loads at compute time. A tile may load one K
+tile per phase instead of two (half the live A registers: 72 instead of 128 for 4 rows, so twice the
+CTAs per SM); every tuned tile now does.
 Tiles per device (TUNED, keyed by device_key(); `python -m eval tune submission/v4.py --write`); the
-compiled kernel's arguments are packed once per tile and shape (host cost 11-19 us a call, v5's in the
-same calls, was 42-52). Measured (`make rank`, 2026-11-21): H100 36.54 / 60.65 / 20.88 us, geomean
-35.90 us (v3: 55.43); H200 31.37 / 49.25 / 18.17 us; see docs/perf-notes.md (sixth, seventh session).
+compiled kernel's arguments are packed once per tile and shape (host cost 9-16 us a call, v5's 11-21 in
+the same calls; was 42-52). Measured (`eval rank v4 v5`, 2026-11-21, floors in the same call): H100
+36.22 / 59.12 / 20.22 us = 1.30 / 1.17 / 1.23 x the read floor (two tiles per phase: 36.54 / 60.65 /
+20.88); H200 28.47 / 48.47 / 16.98 us = 1.32 / 1.29 / 1.27 x (was 31.37 / 49.25 / 18.17); see
+docs/perf-notes.md (seventh session).
 """
 import ctypes
 import math
@@ -113,7 +117,8 @@ def block_dot(w0: cutlass.Int32, w1: cutlass.Int32, b0: cutlass.Int32, b1: cutla
 
 @cute.kernel
 def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.Tensor, mC: cute.Tensor,
-           tk: cutlass.Constexpr, rows: cutlass.Constexpr, hw: cutlass.Constexpr, threads: cutlass.Constexpr):
+           tk: cutlass.Constexpr, rows: cutlass.Constexpr, hw: cutlass.Constexpr, threads: cutlass.Constexpr,
+           tiles: cutlass.Constexpr):
     bidx, _, bidz = cute.arch.block_idx()
     tidx, _, _ = cute.arch.thread_idx()
     rows_per_cta = (threads // tk) * rows
@@ -131,13 +136,14 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
     for r in cutlass.range_constexpr(rows):
         acc[r] = cutlass.Float32(0.0)
     k_tiles = mSFA.layout[1].shape
-    # two K tiles per iteration, every load of both (A, b and their scale words) issued before any decode
-    for k_first in range(kq, k_tiles, 2 * tk):
-        a_words = cute.make_rmem_tensor(cute.make_layout((2, rows, TILE_K // 8)), cutlass.Int32)
-        b_words = cute.make_rmem_tensor(cute.make_layout((2, TILE_K // 8)), cutlass.Int32)
-        sfa_words = cute.make_rmem_tensor(cute.make_layout((2, rows)), cutlass.Int32)
-        sfb_words = cute.make_rmem_tensor(cute.make_layout((2,)), cutlass.Int32)
-        for h in cutlass.range_constexpr(2):
+    # `tiles` K tiles per iteration (1 or 2), every load of them (A, b and their scale words) issued
+    # before any decode; one tile halves the live A registers (more CTAs per SM)
+    for k_first in range(kq, k_tiles, tiles * tk):
+        a_words = cute.make_rmem_tensor(cute.make_layout((tiles, rows, TILE_K // 8)), cutlass.Int32)
+        b_words = cute.make_rmem_tensor(cute.make_layout((tiles, TILE_K // 8)), cutlass.Int32)
+        sfa_words = cute.make_rmem_tensor(cute.make_layout((tiles, rows)), cutlass.Int32)
+        sfb_words = cute.make_rmem_tensor(cute.make_layout((tiles,)), cutlass.Int32)
+        for h in cutlass.range_constexpr(tiles):
             k_tile = k_first + h * tk
             if k_tile < k_tiles:
                 b_words[h, None].store(gB32[0, None, 0, k_tile, bidz].load())
@@ -145,7 +151,7 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
                 for r in cutlass.range_constexpr(rows):
                     a_words[h, r, None].store(gA32[r0 + r, None, tile, k_tile, bidz].load())
                     sfa_words[h, r] = mSFA[row0 + r, k_tile, bidz]
-        for h in cutlass.range_constexpr(2):
+        for h in cutlass.range_constexpr(tiles):
             k_tile = k_first + h * tk
             if k_tile < k_tiles:
                 sfb = scales4(sfb_words[h])
@@ -217,7 +223,7 @@ def scale_words(ptr: cute.Pointer, mn: int, k: int, l: int) -> cute.Tensor:
 @cute.jit
 def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointer, sfb_ptr: cute.Pointer,
               c_ptr: cute.Pointer, problem_size: tuple, tk: cutlass.Constexpr, rows: cutlass.Constexpr,
-              hw: cutlass.Constexpr, threads: cutlass.Constexpr):
+              hw: cutlass.Constexpr, threads: cutlass.Constexpr, tiles: cutlass.Constexpr):
     m, _, k, l = problem_size
     n_padded_128 = 128  # b and sfb are padded to 128 rows (row 0 is the vector)
     kw = cute.assume(k // 8, divby=8)  # 32-bit words of 8 codes per row (k % 64 == 0): rows stay 16-byte aligned, so loads vectorise
@@ -227,7 +233,7 @@ def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointe
     sfb = scale_words(sfb_ptr, n_padded_128, k, l)
     c = cute.make_tensor(c_ptr, cute.make_layout((m, 1, l), stride=(1, 1, m)))
     ctas_per_tile = TILE_M // ((threads // tk) * rows)
-    kernel(a32, b32, sfa, sfb, c, tk, rows, hw, threads).launch(
+    kernel(a32, b32, sfa, sfb, c, tk, rows, hw, threads, tiles).launch(
         grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l), block=[threads, 1, 1], cluster=(1, 1, 1))
 
 
@@ -239,12 +245,12 @@ def hardware_fp4() -> bool:
     return torch.cuda.get_device_capability()[0] >= 10
 
 
-def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: int = 128):
-    """Compile once per (decode path, threads per row, rows per thread, threads per CTA) and cache;
-    the first call compiles."""
-    key = (hw, tk, rows, threads)
+def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: int = 128, tiles: int = 2):
+    """Compile once per (decode path, threads per row, rows per thread, threads per CTA, K tiles per
+    load phase) and cache; the first call compiles."""
+    key = (hw, tk, rows, threads, tiles)
     if key not in _compiled:
-        _compiled[key] = cute.compile(my_kernel, *pointers((0,) * 5), (0, 0, 0, 0), tk, rows, hw, threads)
+        _compiled[key] = cute.compile(my_kernel, *pointers((0,) * 5), (0, 0, 0, 0), tk, rows, hw, threads, tiles)
     return _compiled[key]
 
 
@@ -267,7 +273,8 @@ def buffers(data: input_t) -> tuple:
 
 
 # Tiles per device, keyed by what the device reports (device_key(): name, SMs, memory bandwidth GB/s,
-# L2 MiB), then by (m, k, l): (threads per row, rows per thread, threads per CTA). Rows come from
+# L2 MiB), then by (m, k, l): (threads per row, rows per thread, threads per CTA[, K tiles per load
+# phase, 1 or 2; 2 when absent]). Rows come from
 # `python -m eval tune submission/v4.py --write` on that GPU (docs/perf-notes.md); a GPU not listed
 # takes the row of the listed one nearest in bandwidth per SM, a shape not listed choose_config's rule.
 # A CTA covers at most one 128-row tile: (threads / threads per row) x rows per thread <= 128.
@@ -275,23 +282,25 @@ def buffers(data: input_t) -> tuple:
 # in bytes per second per SM.
 TUNED = {
     ('NVIDIA H100 80GB HBM3', 132, 3352, 50): {
-        (7168, 16384, 1): (128, 4, 128),
-        (4096, 7168, 8): (16, 4, 128),
-        (7168, 2048, 4): (16, 2, 128),
+        (7168, 16384, 1): (64, 2, 128, 1),
+        (4096, 7168, 8): (128, 4, 128, 1),
+        (7168, 2048, 4): (16, 4, 128, 1),
     },
     ('NVIDIA H200', 132, 4814, 60): {
-        (7168, 16384, 1): (128, 4, 128),
-        (4096, 7168, 8): (16, 2, 128),
-        (7168, 2048, 4): (16, 2, 128),
+        (7168, 16384, 1): (128, 4, 128, 1),
+        (4096, 7168, 8): (16, 2, 128, 1),
+        (7168, 2048, 4): (16, 4, 128, 1),
     },
     ('NVIDIA B200', 148, 8000, 126): {
-        (7168, 16384, 1): (128, 4, 128),
-        (4096, 7168, 8): (16, 2, 128),
-        (7168, 2048, 4): (16, 2, 128),
+        (7168, 16384, 1): (128, 4, 128, 1),
+        (4096, 7168, 8): (16, 2, 128, 1),
+        (7168, 2048, 4): (16, 4, 128, 1),
     },
 }
 CONFIGS = [(tk, rows, 128) for tk in (4, 8, 16, 32, 64, 128) for rows in (1, 2, 4)]
 CONFIGS += [(tk, rows, 256) for tk in (32, 64, 128, 256) for rows in (1, 2)]
+# one K tile per load phase (a fourth element; 2 when absent): half the live A registers
+CONFIGS += [(tk, rows, 128, 1) for tk in (16, 32, 64, 128) for rows in (2, 4)] + [(256, 4, 256, 1)]
 
 
 def device_key() -> tuple:
