@@ -273,9 +273,8 @@ def buffers(data: input_t) -> tuple:
 
 
 # Tiles per device, keyed by what the device reports (device_key(): name, SMs, memory bandwidth GB/s,
-# L2 MiB), then by (m, k, l): (threads per row, rows per thread, threads per CTA[, K tiles per load
-# phase, 1 or 2; 2 when absent]). Rows come from
-# `python -m eval tune submission/v4.py --write` on that GPU (docs/perf-notes.md); a GPU not listed
+# L2 MiB), then by (m, k, l): (threads per row, rows per thread, threads per CTA, K tiles per load
+# phase: 1 or 2). Rows come from `python -m eval tune submission/v4.py --write` on that GPU (docs/perf-notes.md); a GPU not listed
 # takes the row of the listed one nearest in bandwidth per SM, a shape not listed choose_config's rule.
 # A CTA covers at most one 128-row tile: (threads / threads per row) x rows per thread <= 128.
 # The B200 row is reasoned, not measured (no B200 here): it takes the H200's picks, the GPU nearest it
@@ -297,9 +296,9 @@ TUNED = {
         (7168, 2048, 4): (16, 4, 128, 1),
     },
 }
-CONFIGS = [(tk, rows, 128) for tk in (4, 8, 16, 32, 64, 128) for rows in (1, 2, 4)]
-CONFIGS += [(tk, rows, 256) for tk in (32, 64, 128, 256) for rows in (1, 2)]
-# one K tile per load phase (a fourth element; 2 when absent): half the live A registers
+CONFIGS = [(tk, rows, 128, 2) for tk in (4, 8, 16, 32, 64, 128) for rows in (1, 2, 4)]
+CONFIGS += [(tk, rows, 256, 2) for tk in (32, 64, 128, 256) for rows in (1, 2)]
+# one K tile per load phase: half the live A registers
 CONFIGS += [(tk, rows, 128, 1) for tk in (16, 32, 64, 128) for rows in (2, 4)] + [(256, 4, 256, 1)]
 
 
@@ -324,7 +323,7 @@ def device_row(key: tuple) -> dict:
     return min(TUNED.items(), key=lambda item: abs(math.log(item[0][2] / item[0][1] / per_sm)))[1]
 
 
-def choose_config(m: int, k: int, l: int) -> tuple[int, int, int]:
+def choose_config(m: int, k: int, l: int) -> tuple[int, int, int, int]:
     """This device's tuned tile, otherwise more threads for longer rows (each keeps >= 4 K tiles), 2 rows each."""
     tuned = device_row(device_key()).get((m, k, l))
     if tuned is not None:
@@ -332,7 +331,7 @@ def choose_config(m: int, k: int, l: int) -> tuple[int, int, int]:
     tk = 2
     while tk < 8 and k // 64 >= 8 * tk:
         tk *= 2
-    return tk, 2, 128
+    return tk, 2, 128, 2
 
 
 _launches: dict = {}

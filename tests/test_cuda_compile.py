@@ -34,12 +34,18 @@ def test_v5_compiles(tmp_path, arch, present, absent):
     assert present in text and absent not in text
 
 
-def test_v5_probe_variants_compile(tmp_path):
-    """docs/experiments/v5_probe.py edits v5's source as text: each edit must still apply (variant()
-    asserts that) and the result must build for Hopper."""
+def load_probe():
+    """docs/experiments/v5_probe.py as a module (it loads v5 itself; nothing runs on import)."""
     spec = importlib.util.spec_from_file_location("v5_probe", ROOT / "docs" / "experiments" / "v5_probe.py")
     probe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(probe)
+    return probe
+
+
+def test_v5_probe_variants_compile(tmp_path):
+    """docs/experiments/v5_probe.py edits v5's source as text: each edit must still apply (variant()
+    asserts that) and the result must build for Hopper."""
+    probe = load_probe()
     for name in probe.VARIANTS[1:]:
         src = tmp_path / f"{name}.cu"
         src.write_text(probe.variant(name))
@@ -50,9 +56,7 @@ def test_v5_probe_variants_compile(tmp_path):
 def test_v5_probe_picks_v5s_configs(monkeypatch):
     """The probe's driver (run only on a GPU) asks v5 for each benchmark's configuration from the
     case record: a change to the record must not break it unnoticed."""
-    spec = importlib.util.spec_from_file_location("v5_probe", ROOT / "docs" / "experiments" / "v5_probe.py")
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
+    probe = load_probe()
     monkeypatch.setattr(probe.v5, "device_key", lambda: ("NVIDIA H200", 132, 4814, 60))
     from eval import cases
     benchmarks = cases.select_cases("benchmarks")
