@@ -160,8 +160,8 @@ __device__ __forceinline__ void decode_vector(uint4 v, __half2 (&b)[16]) {
     }
 }
 
-// ---- FP4 through a byte lookup (prmt) and int8 dot products: dp4a (Hopper and older), or the int8
-// tensor cores (gemv_imma_kernel, any GPU) --------------------------------------------------------
+#ifndef NVFP4_HW_CVT
+// ---- Hopper and older: FP4 through a byte lookup (prmt) and int8 dot products (dp4a) ----------
 // prmt's selector nibble is s e1 e0 m: e1 e0 m picks a byte of the table {0,1,2,3,4,6,8,12} (2x the
 // e2m1 magnitude); s set makes prmt return the table byte's sign, 0. So prmt(code) keeps positive
 // codes and prmt(code ^ 8) keeps negative ones: two int8 lanes whose difference is 2x the value.
@@ -178,13 +178,6 @@ __device__ __forceinline__ uint32_t signed4(uint32_t codes) {
     return ((0x80808080u - neg) ^ 0x80808080u) | pos;
 }
 
-// x as float for |x| < 2^22 without I2F (a quarter-rate conversion): the float whose bits are
-// 0x4B400000 + x is 1.5 * 2^23 + x exactly (one IADD3 with the subtraction before it, one FADD)
-__device__ __forceinline__ float small_int_to_float(int x) {
-    return __int_as_float(0x4B400000 + x) - 12582912.f;
-}
-
-#ifndef NVFP4_HW_CVT
 // sum over 8 codes of (2a) * (2b), b given as two words of signed int8 lanes
 __device__ __forceinline__ void dot8(uint32_t w, uint32_t b_lo, uint32_t b_hi, uint32_t lo, int& pos, int& neg) {
     const uint32_t wn = w ^ 0x88888888u;
@@ -192,6 +185,12 @@ __device__ __forceinline__ void dot8(uint32_t w, uint32_t b_lo, uint32_t b_hi, u
     neg = __dp4a((int)lut4(wn, lo), (int)b_lo, neg);
     pos = __dp4a((int)lut4(w >> 16, lo), (int)b_hi, pos);
     neg = __dp4a((int)lut4(wn >> 16, lo), (int)b_hi, neg);
+}
+
+// x as float for |x| < 2^22 without I2F (a quarter-rate conversion): the float whose bits are
+// 0x4B400000 + x is 1.5 * 2^23 + x exactly (one IADD3 with the subtraction before it, one FADD)
+__device__ __forceinline__ float small_int_to_float(int x) {
+    return __int_as_float(0x4B400000 + x) - 12582912.f;
 }
 
 // one 16-byte chunk of A (32 codes, two scale blocks) against the matching decoded vector chunk:
@@ -391,180 +390,32 @@ __global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
     }
 }
 
-
-// d += A (16 x 32, int8) * B (32 x 8, int8), int32 accumulation (mma.sync m16n8k32, sm_80 and later)
-__device__ __forceinline__ void mma_s8(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                       uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-// four mma for one 32-bit word of A in each of four places: rows g and g + 8 (x: first block of the
-// piece, z: second), 8 codes each. Positive codes accumulate into pos, negative ones into neg.
-__device__ __forceinline__ void imma_word(int (&pos)[4], int (&neg)[4], uint32_t xg, uint32_t xg8,
-                                          uint32_t zg, uint32_t zg8, uint32_t b0_lo, uint32_t b1_lo,
-                                          uint32_t b0_hi, uint32_t b1_hi) {
-    const uint32_t m = 0x88888888u;
-    mma_s8(pos, lut4(xg), lut4(xg8), lut4(zg), lut4(zg8), b0_lo, b1_lo);
-    mma_s8(neg, lut4(xg ^ m), lut4(xg8 ^ m), lut4(zg ^ m), lut4(zg8 ^ m), b0_lo, b1_lo);
-    mma_s8(pos, lut4(xg >> 16), lut4(xg8 >> 16), lut4(zg >> 16), lut4(zg8 >> 16), b0_hi, b1_hi);
-    mma_s8(neg, lut4((xg ^ m) >> 16), lut4((xg8 ^ m) >> 16), lut4((zg ^ m) >> 16), lut4((zg8 ^ m) >> 16),
-           b0_hi, b1_hi);
-}
-
-// The tensor-core kernel (int8 mma instead of dp4a; any GPU from sm_80). A warp's mma tile is 16
-// rows x 32 k, and lane (g = lane / 4, q = lane % 4) supplies k group q (4 codes) of rows g and g + 8
-// from its own 16-byte piece of each row: half 0 of the tile from the piece's first scale block,
-// half 1 from its second. The vector's matching codes go only into column 2q (half 0) and 2q + 1
-// (half 1) of B, so the result's c0..c3 in lane (g, q) are exactly its two rows' dot products with
-// its two blocks: a wide per-lane dot product, nothing crosses lanes. The prmt lookups stay (positive
-// and negative codes apart, two accumulators); the 4 dp4a per word of A become one mma per word and
-// row pair. Launch shape as the SIMT kernel's: TPR threads per row group (TPR / 4 warps share 8 R
-// rows), R rows per thread (R / 2 tiles of 16 rows), BLOCK threads, D steps in flight, V words per step.
-template <int TPR, int R, int BLOCK, int D, int V, int MINB>
-__global__ void __launch_bounds__(BLOCK, MINB) gemv_imma_kernel(
-    const uint8_t* __restrict__ A, const uint8_t* __restrict__ B,
-    const uint8_t* __restrict__ SFA, const uint8_t* __restrict__ SFB,
-    __half* __restrict__ C, int M, int K, int b_rows) {
-    static_assert(TPR % 4 == 0 && BLOCK % (8 * TPR) == 0 && R % 2 == 0, "tensor-core launch shape");
-    constexpr int WR = TPR / 4;                 // warps per row set
-    constexpr int SETS = BLOCK / (8 * TPR);     // row sets per block
-    const int l = blockIdx.y;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-    const int t = (warp % WR) * 4 + q;          // this lane's column among its set's TPR
-    const int row0 = (blockIdx.x * SETS + warp / WR) * 8 * R;
-    const int kb = K / 2, ks = K / 16;
-    const int chunks = K / (32 * V);
-    const int row_words = kb / 16;
-    // row r of this thread: tile r / 2, half r % 2
-    auto row_of = [&](int r) { return row0 + 16 * (r / 2) + 8 * (r % 2) + g; };
-    const uint4* a_base = reinterpret_cast<const uint4*>(A + (size_t)l * M * kb);
-    const uint8_t* sfa_base = SFA + (size_t)l * M * ks;
-    const uint8_t* b_vec = B + (size_t)l * b_rows * kb;
-    const uint8_t* sfb_vec = SFB + (size_t)l * b_rows * ks;
-    // B's nonzero entries: lane (2q, q) holds half 0 of k group q, lane (2q + 1, q) half 1
-    const uint32_t keep0 = g == 2 * q ? 0xFFFFFFFFu : 0u, keep1 = g == 2 * q + 1 ? 0xFFFFFFFFu : 0u;
-
-    float acc[R];
-    #pragma unroll
-    for (int r = 0; r < R; ++r) acc[r] = 0.f;
-
-    const int steps = t < chunks ? (chunks - t + TPR - 1) / TPR : 0;
-    Chunk<V> ring[D][R];
-    Chunk<V> vec_ring[D];
-    auto load = [&](int i, int c) {
-        #pragma unroll
-        for (int r = 0; r < R; ++r)
-            load_chunk<V>(ring[i][r], a_base + (size_t)row_of(r) * row_words, sfa_base + (size_t)row_of(r) * ks, c);
-        load_chunk<V>(vec_ring[i], reinterpret_cast<const uint4*>(b_vec), sfb_vec, c);
-    };
-    #pragma unroll
-    for (int i = 0; i < D; ++i)
-        if (i < steps) load(i, t + i * TPR);
-
-    for (int s0 = 0; s0 < steps; s0 += D) {
-        #pragma unroll
-        for (int i = 0; i < D; ++i) {
-            const int s = s0 + i;
-            if (s < steps) {
-                #pragma unroll
-                for (int v = 0; v < V; ++v) {
-                    const uint4 bv = vec_ring[i].codes[v];
-                    const uint32_t bx = bv.x & keep0, by = bv.y & keep0, bz = bv.z & keep1, bw = bv.w & keep1;
-                    const float2 f = scales2(scale_pair(vec_ring[i], v));
-                    const float2 sfb = make_float2(0.25f * f.x, 0.25f * f.y);  // (2a) * (2b)
-                    const uint32_t b0[4] = {signed4(bx), signed4(bx >> 16), signed4(by), signed4(by >> 16)};
-                    const uint32_t b1[4] = {signed4(bz), signed4(bz >> 16), signed4(bw), signed4(bw >> 16)};
-                    #pragma unroll
-                    for (int j = 0; j < R / 2; ++j) {
-                        const uint4 x = ring[i][2 * j].codes[v], y = ring[i][2 * j + 1].codes[v];
-                        int pos[4] = {0, 0, 0, 0}, neg[4] = {0, 0, 0, 0};
-                        imma_word(pos, neg, x.x, y.x, x.z, y.z, b0[0], b1[0], b0[1], b1[1]);
-                        imma_word(pos, neg, x.y, y.y, x.w, y.w, b0[2], b1[2], b0[3], b1[3]);
-                        const float2 sx = scales2(scale_pair(ring[i][2 * j], v));
-                        const float2 sy = scales2(scale_pair(ring[i][2 * j + 1], v));
-                        acc[2 * j] = fmaf(small_int_to_float(pos[0] - neg[0]), sx.x * sfb.x, acc[2 * j]);
-                        acc[2 * j] = fmaf(small_int_to_float(pos[1] - neg[1]), sx.y * sfb.y, acc[2 * j]);
-                        acc[2 * j + 1] = fmaf(small_int_to_float(pos[2] - neg[2]), sy.x * sfb.x, acc[2 * j + 1]);
-                        acc[2 * j + 1] = fmaf(small_int_to_float(pos[3] - neg[3]), sy.y * sfb.y, acc[2 * j + 1]);
-                    }
-                }
-                if (s + D < steps) load(i, t + (s + D) * TPR);  // refill the slot just used
-            }
-        }
-    }
-
-    // sum over the 4 lanes of a row (q), then over the set's WR warps
-    #pragma unroll
-    for (int r = 0; r < R; ++r) {
-        acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 1);
-        acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], 2);
-    }
-    const size_t out = (size_t)l * M;
-    if constexpr (WR == 1) {
-        if (q == 0) {
-            #pragma unroll
-            for (int r = 0; r < R; ++r) C[out + row_of(r)] = __float2half_rn(acc[r]);
-        }
-    } else {
-        __shared__ float part[BLOCK / 32][8][R];
-        if (q == 0) {
-            #pragma unroll
-            for (int r = 0; r < R; ++r) part[warp][g][r] = acc[r];
-        }
-        __syncthreads();
-        if (warp % WR == 0 && q == 0) {
-            #pragma unroll
-            for (int r = 0; r < R; ++r) {
-                float s = 0.f;
-                #pragma unroll
-                for (int w = 0; w < WR; ++w) s += part[warp + w][g][r];
-                C[out + row_of(r)] = __float2half_rn(s);
-            }
-        }
-    }
-}
-
 }  // namespace nvfp4
 
 // NVFP4_CONFIGS(X), the launch configurations compiled in, is defined ahead of this source from the
 // Python list KERNELS: X(threads per row group, rows per thread, block size, steps in flight, 16-byte
-// words per step, blocks per SM the registers must allow, 1 for the tensor-core kernel)
-
-// one compiled-in configuration's launch (a template, so that only its own kernel is instantiated)
-template <int T, int RR, int BL, int DD, int VV, int MB, int MM>
-int launch_one(const void* a, const void* b, const void* sfa, const void* sfb, void* c, int m, int k, int l,
-               int b_rows, int split, float* partial, int* arrivals, cudaStream_t stream) {
-    if (k % (32 * VV * split) || ((k / (32 * VV)) / split) < 1) return -2;
-    dim3 grid(m / ((BL / T) * RR), l, split);
-    if constexpr (MM != 0) {
-        if (split != 1) return -3;
-        nvfp4::gemv_imma_kernel<T, RR, BL, DD, VV, MB><<<grid, BL, 0, stream>>>(
-            (const uint8_t*)a, (const uint8_t*)b, (const uint8_t*)sfa, (const uint8_t*)sfb, (__half*)c, m, k, b_rows);
-    } else {
-        // the Hopper path keeps the decoded vector in shared memory: 2 x 16 B + 8 B per 32 elements
-        const size_t smem = nvfp4::vector_in_registers(T, BL) ? 0 : (size_t)(k / 32 / split) * 40;
-        if (smem > 48 * 1024)
-            cudaFuncSetAttribute(nvfp4::gemv_kernel<T, RR, BL, DD, VV, MB>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        nvfp4::gemv_kernel<T, RR, BL, DD, VV, MB><<<grid, BL, smem, stream>>>(
-            (const uint8_t*)a, (const uint8_t*)b, (const uint8_t*)sfa, (const uint8_t*)sfb, (__half*)c, m, k, b_rows,
-            partial, arrivals);
-    }
-    return (int)cudaGetLastError();
-}
+// words per step, blocks per SM the registers must allow)
 
 // returns 0 on success, -1 for a configuration that is not compiled in, -2 when k is not a multiple
-// of the step (32 * V), -3 for split K with the tensor-core kernel, else a cudaError_t
+// of the step (32 * V), else a cudaError_t
 extern "C" int nvfp4_gemv_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c,
                                  int m, int k, int l, int b_rows, int tpr, int r, int block, int depth,
-                                 int vec, int minb, int mma, int split, float* partial, int* arrivals,
-                                 cudaStream_t stream) {
-#define NVFP4_TRY(T, RR, BL, DD, VV, MB, MM)                                                         \
-    if (tpr == T && r == RR && block == BL && depth == DD && vec == VV && minb == MB && mma == MM)  \
-        return launch_one<T, RR, BL, DD, VV, MB, MM>(a, b, sfa, sfb, c, m, k, l, b_rows, split, partial, arrivals, stream);
+                                 int vec, int minb, int split, float* partial, int* arrivals, cudaStream_t stream) {
+    // the Hopper path keeps the decoded vector in shared memory: 2 x 16 B + 8 B per 32 elements
+    const size_t smem = (size_t)(k / 32 / split) * 40;
+#define NVFP4_TRY(T, RR, BL, DD, VV, MB)                                                             \
+    if (tpr == T && r == RR && block == BL && depth == DD && vec == VV && minb == MB) {             \
+        if (k % (32 * VV * split) || ((k / (32 * VV)) / split) < 1) return -2;                     \
+        dim3 grid(m / ((BL / T) * RR), l, split);                                                   \
+        const size_t smem_bl = nvfp4::vector_in_registers(T, BL) ? 0 : smem;                        \
+        if (smem_bl > 48 * 1024)                                                                    \
+            cudaFuncSetAttribute(nvfp4::gemv_kernel<T, RR, BL, DD, VV, MB>,                         \
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bl);        \
+        nvfp4::gemv_kernel<T, RR, BL, DD, VV, MB><<<grid, BL, smem_bl, stream>>>(                   \
+            (const uint8_t*)a, (const uint8_t*)b, (const uint8_t*)sfa, (const uint8_t*)sfb,         \
+            (__half*)c, m, k, b_rows, partial, arrivals);                                           \
+        return (int)cudaGetLastError();                                                             \
+    }
     NVFP4_CONFIGS(NVFP4_TRY)
 #undef NVFP4_TRY
     return -1;
@@ -576,12 +427,11 @@ BINDING_SRC = r"""
 #include <ATen/cuda/CUDAContext.h>
 #include <cuda_runtime_api.h>
 
-extern "C" int nvfp4_gemv_launch(const void*, const void*, const void*, const void*, void*, int, int, int,
-                                 int, int, int, int, int, int, int, int, int, float*, int*, cudaStream_t);
+extern "C" int nvfp4_gemv_launch(const void*, const void*, const void*, const void*, void*,
+                                 int, int, int, int, int, int, int, int, int, int, int, float*, int*, cudaStream_t);
 
 void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const at::Tensor& sfb,
-          at::Tensor& c, int64_t tpr, int64_t r, int64_t block, int64_t depth, int64_t vec, int64_t min_blocks, int64_t mma,
-          int64_t split,
+          at::Tensor& c, int64_t tpr, int64_t r, int64_t block, int64_t depth, int64_t vec, int64_t min_blocks, int64_t split,
           at::Tensor& partial, at::Tensor& arrivals) {
     const int64_t m = a.size(0), k = a.size(1) * 2, l = a.size(2);
     // the leaderboard's layouts: batch outermost, K contiguous
@@ -594,30 +444,25 @@ void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const
     TORCH_CHECK(split == 1 || (partial.numel() >= m * l && arrivals.numel() >= m * l / r), "split-K scratch too small");
     int err = nvfp4_gemv_launch(a.data_ptr(), b.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), c.data_ptr(),
                                 (int)m, (int)k, (int)l, (int)b.size(0), (int)tpr, (int)r, (int)block, (int)depth, (int)vec,
-                                (int)min_blocks, (int)mma, (int)split, split > 1 ? partial.data_ptr<float>() : nullptr,
+                                (int)min_blocks, (int)split, split > 1 ? partial.data_ptr<float>() : nullptr,
                                 split > 1 ? arrivals.data_ptr<int>() : nullptr,
                                 at::cuda::getCurrentCUDAStream());
     TORCH_CHECK(err == 0, "nvfp4 gemv launch failed: ",
                 err == -1 ? "configuration not compiled in"
                           : err == -2 ? "k is not a multiple of the step times the split"
-                          : err == -3 ? "the tensor-core kernel does not split K"
                                       : cudaGetErrorString((cudaError_t)err));
 }
 """
 
 # Configurations: (threads per row group, rows per thread, block size, steps in flight, 16-byte words
-# per step, blocks per SM the registers must allow, 1 for the int8 tensor-core kernel (sm_80 and
-# later), K split); KERNELS are the compiled-in ones (the only list: CUDA_SRC's NVFP4_CONFIGS is made
-# from it), less the split (a runtime argument)
-KERNELS = [(8, 2, 128, 2, 1, 1, 0), (16, 2, 128, 2, 1, 1, 0), (32, 2, 128, 2, 1, 1, 0), (64, 2, 128, 2, 1, 1, 0),
-           (32, 2, 128, 2, 1, 6, 0), (32, 2, 128, 2, 1, 8, 0), (256, 2, 256, 2, 1, 4, 0), (128, 2, 128, 2, 1, 8, 0),
-           (256, 2, 256, 1, 2, 4, 0), (128, 2, 128, 1, 2, 8, 0), (128, 4, 128, 2, 1, 4, 0), (128, 4, 256, 2, 1, 3, 0),
-           (256, 4, 256, 1, 2, 3, 0), (64, 4, 128, 1, 1, 8, 0), (32, 4, 128, 1, 1, 8, 0), (32, 2, 256, 2, 1, 1, 1),
-           (32, 4, 256, 1, 1, 1, 1), (16, 2, 128, 2, 1, 1, 1), (16, 4, 128, 1, 1, 1, 1), (8, 2, 128, 2, 1, 1, 1),
-           (8, 4, 128, 1, 1, 1, 1), (32, 2, 256, 1, 2, 1, 1), (64, 2, 512, 1, 1, 1, 1), (16, 8, 128, 1, 1, 1, 1),
-           (32, 8, 256, 1, 1, 1, 1), (16, 4, 128, 2, 1, 1, 1), (8, 4, 128, 1, 1, 4, 1), (16, 4, 128, 1, 1, 5, 1)]
+# per step, blocks per SM the registers must allow, K split); KERNELS are the compiled-in ones (the
+# only list: CUDA_SRC's NVFP4_CONFIGS is made from it), less the split (a runtime argument)
+KERNELS = [(8, 2, 128, 2, 1, 1), (16, 2, 128, 2, 1, 1), (32, 2, 128, 2, 1, 1), (64, 2, 128, 2, 1, 1),
+           (32, 2, 128, 2, 1, 6), (32, 2, 128, 2, 1, 8), (256, 2, 256, 2, 1, 4), (128, 2, 128, 2, 1, 8),
+           (256, 2, 256, 1, 2, 4), (128, 2, 128, 1, 2, 8), (128, 4, 128, 2, 1, 4), (128, 4, 256, 2, 1, 3),
+           (256, 4, 256, 1, 2, 3), (64, 4, 128, 1, 1, 8), (32, 4, 128, 1, 1, 8)]
 # every configuration `python -m eval.tune submission/v5.py` times
-CONFIGS = [kernel + (1,) for kernel in KERNELS] + [(32, 2, 128, 2, 1, 1, 0, 4)]
+CONFIGS = [kernel + (1,) for kernel in KERNELS] + [(32, 2, 128, 2, 1, 1, 4)]
 
 
 def _configs_macro(kernels: list) -> str:
@@ -636,19 +481,19 @@ CUDA_SRC = _configs_macro(KERNELS) + KERNEL_SRC
 # with the most loads in flight and 4 rows per vector decode; they build for sm_100a without spills.
 TUNED = {
     ('NVIDIA H100 80GB HBM3', 132, 3352, 50): {
-        (7168, 16384, 1): (256, 2, 256, 2, 1, 4, 0, 1),
-        (4096, 7168, 8): (128, 4, 256, 2, 1, 3, 0, 1),
-        (7168, 2048, 4): (32, 2, 128, 2, 1, 6, 0, 1),
+        (7168, 16384, 1): (256, 2, 256, 2, 1, 4, 1),
+        (4096, 7168, 8): (128, 4, 256, 2, 1, 3, 1),
+        (7168, 2048, 4): (32, 2, 128, 2, 1, 6, 1),
     },
     ('NVIDIA H200', 132, 4814, 60): {
-        (7168, 16384, 1): (256, 4, 256, 1, 2, 3, 0, 1),
-        (4096, 7168, 8): (32, 4, 128, 1, 1, 8, 0, 1),
-        (7168, 2048, 4): (32, 4, 128, 1, 1, 8, 0, 1),
+        (7168, 16384, 1): (256, 4, 256, 1, 2, 3, 1),
+        (4096, 7168, 8): (32, 4, 128, 1, 1, 8, 1),
+        (7168, 2048, 4): (32, 4, 128, 1, 1, 8, 1),
     },
     ('NVIDIA B200', 148, 8000, 126): {
-        (7168, 16384, 1): (256, 4, 256, 1, 2, 3, 0, 1),
-        (4096, 7168, 8): (32, 4, 128, 1, 1, 8, 0, 1),
-        (7168, 2048, 4): (32, 4, 128, 1, 1, 8, 0, 1),
+        (7168, 16384, 1): (256, 4, 256, 1, 2, 3, 1),
+        (4096, 7168, 8): (32, 4, 128, 1, 1, 8, 1),
+        (7168, 2048, 4): (32, 4, 128, 1, 1, 8, 1),
     },
 }
 
@@ -710,13 +555,13 @@ def choose_config(m: int, k: int, l: int) -> tuple:
     """This device's tuned configuration for the shape; otherwise threads per row group sized to the
     number of 16-byte chunks in a row (K/32) and two rows per thread."""
     tuned = device_row(device_key()).get((m, k, l))
-    if tuned is not None and (not tuned[6] or torch.cuda.get_device_capability() >= (8, 0)):
+    if tuned is not None:
         return tuned
     chunks = k // 32
     tpr = 32 if chunks >= 32 else (16 if chunks >= 16 else 8)
     # few rows of long K leave the GPU with one wave of long blocks: split K so the scheduler balances
     split = 4 if m * l <= 16384 and chunks % (4 * tpr) == 0 and chunks >= 8 * tpr else 1
-    return tpr, 2, 128, 2, 1, 1, 0, split
+    return tpr, 2, 128, 2, 1, 1, split
 
 
 _scratch: dict = {}
