@@ -115,22 +115,6 @@ def block_dot(w0: cutlass.Int32, w1: cutlass.Int32, b0: cutlass.Int32, b1: cutla
     return cutlass.Float32(_asm(T.f32(), args, text, "=f,r,r,r,r,r,r", loc, ip))
 
 
-@cute.jit
-def load_phase(tensors, k_first, k_tiles, r0, row0, tile, bidz, tk: cutlass.Constexpr, rows: cutlass.Constexpr,
-               tiles: cutlass.Constexpr):
-    """Load one iteration's K tiles (k_first, k_first + tk, ...; those past the row's end skipped) into
-    the thread's registers: A's words and scale word for each of its rows, and the vector's."""
-    gA32, gB32, mSFA, mSFB, a_words, b_words, sfa_words, sfb_words = tensors
-    for h in cutlass.range_constexpr(tiles):
-        k_tile = k_first + h * tk
-        if k_tile < k_tiles:
-            b_words[h, None].store(gB32[0, None, 0, k_tile, bidz].load())
-            sfb_words[h] = mSFB[0, k_tile, bidz]
-            for r in cutlass.range_constexpr(rows):
-                a_words[h, r, None].store(gA32[r0 + r, None, tile, k_tile, bidz].load())
-                sfa_words[h, r] = mSFA[row0 + r, k_tile, bidz]
-
-
 @cute.kernel
 def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.Tensor, mC: cute.Tensor,
            tk: cutlass.Constexpr, rows: cutlass.Constexpr, hw: cutlass.Constexpr, threads: cutlass.Constexpr,
@@ -152,19 +136,21 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
     for r in cutlass.range_constexpr(rows):
         acc[r] = cutlass.Float32(0.0)
     k_tiles = mSFA.layout[1].shape
-    # `tiles` K tiles per iteration (1 or 2; one halves the live A registers, so more CTAs per SM). Their
-    # loads (A, b and the scale words) are issued at the end of the previous iteration, after its
-    # decode: ptxas cannot sink them past the loop's back edge into this iteration's decode, so each
-    # thread waits on memory once per iteration (loads in the same iteration as their decode were
-    # spread through it, one wait per row)
-    a_words = cute.make_rmem_tensor(cute.make_layout((tiles, rows, TILE_K // 8)), cutlass.Int32)
-    b_words = cute.make_rmem_tensor(cute.make_layout((tiles, TILE_K // 8)), cutlass.Int32)
-    sfa_words = cute.make_rmem_tensor(cute.make_layout((tiles, rows)), cutlass.Int32)
-    sfb_words = cute.make_rmem_tensor(cute.make_layout((tiles,)), cutlass.Int32)
-
-    tensors = (gA32, gB32, mSFA, mSFB, a_words, b_words, sfa_words, sfb_words)
-    load_phase(tensors, kq, k_tiles, r0, row0, tile, bidz, tk, rows, tiles)
+    # `tiles` K tiles per iteration (1 or 2), every load of them (A, b and their scale words) issued
+    # before any decode; one tile halves the live A registers (more CTAs per SM)
     for k_first in range(kq, k_tiles, tiles * tk):
+        a_words = cute.make_rmem_tensor(cute.make_layout((tiles, rows, TILE_K // 8)), cutlass.Int32)
+        b_words = cute.make_rmem_tensor(cute.make_layout((tiles, TILE_K // 8)), cutlass.Int32)
+        sfa_words = cute.make_rmem_tensor(cute.make_layout((tiles, rows)), cutlass.Int32)
+        sfb_words = cute.make_rmem_tensor(cute.make_layout((tiles,)), cutlass.Int32)
+        for h in cutlass.range_constexpr(tiles):
+            k_tile = k_first + h * tk
+            if k_tile < k_tiles:
+                b_words[h, None].store(gB32[0, None, 0, k_tile, bidz].load())
+                sfb_words[h] = mSFB[0, k_tile, bidz]
+                for r in cutlass.range_constexpr(rows):
+                    a_words[h, r, None].store(gA32[r0 + r, None, tile, k_tile, bidz].load())
+                    sfa_words[h, r] = mSFA[row0 + r, k_tile, bidz]
         for h in cutlass.range_constexpr(tiles):
             k_tile = k_first + h * tk
             if k_tile < k_tiles:
@@ -196,8 +182,6 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
                             dot = block_dot(a_words[h, r, 2 * blk], a_words[h, r, 2 * blk + 1], b_dec[4 * blk],
                                             b_dec[4 * blk + 1], b_dec[4 * blk + 2], b_dec[4 * blk + 3])
                             acc[r] = acc[r] + dot * scale
-
-        load_phase(tensors, k_first + tiles * tk, k_tiles, r0, row0, tile, bidz, tk, rows, tiles)  # next iteration
 
     # a row's sum over its tk threads: butterfly within the warp, then (tk > 32) the warps' partial
     # sums through shared memory
@@ -239,8 +223,7 @@ def scale_words(ptr: cute.Pointer, mn: int, k: int, l: int) -> cute.Tensor:
 @cute.jit
 def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointer, sfb_ptr: cute.Pointer,
               c_ptr: cute.Pointer, problem_size: tuple, tk: cutlass.Constexpr, rows: cutlass.Constexpr,
-              hw: cutlass.Constexpr, threads: cutlass.Constexpr, tiles: cutlass.Constexpr,
-              min_blocks: cutlass.Constexpr):
+              hw: cutlass.Constexpr, threads: cutlass.Constexpr, tiles: cutlass.Constexpr):
     m, _, k, l = problem_size
     n_padded_128 = 128  # b and sfb are padded to 128 rows (row 0 is the vector)
     kw = cute.assume(k // 8, divby=8)  # 32-bit words of 8 codes per row (k % 64 == 0): rows stay 16-byte aligned, so loads vectorise
@@ -251,8 +234,7 @@ def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointe
     c = cute.make_tensor(c_ptr, cute.make_layout((m, 1, l), stride=(1, 1, m)))
     ctas_per_tile = TILE_M // ((threads // tk) * rows)
     kernel(a32, b32, sfa, sfb, c, tk, rows, hw, threads, tiles).launch(
-        grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l), block=[threads, 1, 1], cluster=(1, 1, 1),
-        min_blocks_per_mp=min_blocks)
+        grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l), block=[threads, 1, 1], cluster=(1, 1, 1))
 
 
 _compiled = {}
@@ -263,15 +245,12 @@ def hardware_fp4() -> bool:
     return torch.cuda.get_device_capability()[0] >= 10
 
 
-def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: int = 128, tiles: int = 2,
-                   min_blocks: int = 0):
+def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: int = 128, tiles: int = 2):
     """Compile once per (decode path, threads per row, rows per thread, threads per CTA, K tiles per
-    load phase, CTAs per SM the registers must allow: 0 leaves ptxas free) and cache; the first call
-    compiles."""
-    key = (hw, tk, rows, threads, tiles, min_blocks)
+    load phase) and cache; the first call compiles."""
+    key = (hw, tk, rows, threads, tiles)
     if key not in _compiled:
-        _compiled[key] = cute.compile(my_kernel, *pointers((0,) * 5), (0, 0, 0, 0), tk, rows, hw, threads, tiles,
-                                      min_blocks)
+        _compiled[key] = cute.compile(my_kernel, *pointers((0,) * 5), (0, 0, 0, 0), tk, rows, hw, threads, tiles)
     return _compiled[key]
 
 
@@ -295,34 +274,32 @@ def buffers(data: input_t) -> tuple:
 
 # Tiles per device, keyed by what the device reports (device_key(): name, SMs, memory bandwidth GB/s,
 # L2 MiB), then by (m, k, l): (threads per row, rows per thread, threads per CTA, K tiles per load
-# phase: 1 or 2, CTAs per SM the registers must allow: 0 for no cap). Rows come from `python -m eval tune submission/v4.py --write` on that GPU (docs/perf-notes.md); a GPU not listed
+# phase: 1 or 2). Rows come from `python -m eval tune submission/v4.py --write` on that GPU (docs/perf-notes.md); a GPU not listed
 # takes the row of the listed one nearest in bandwidth per SM, a shape not listed choose_config's rule.
 # A CTA covers at most one 128-row tile: (threads / threads per row) x rows per thread <= 128.
 # The B200 row is reasoned, not measured (no B200 here): it takes the H200's picks, the GPU nearest it
 # in bytes per second per SM.
 TUNED = {
     ('NVIDIA H100 80GB HBM3', 132, 3352, 50): {
-        (7168, 16384, 1): (64, 2, 128, 1, 0),
-        (4096, 7168, 8): (128, 4, 128, 1, 0),
-        (7168, 2048, 4): (16, 4, 128, 1, 0),
+        (7168, 16384, 1): (64, 2, 128, 1),
+        (4096, 7168, 8): (128, 4, 128, 1),
+        (7168, 2048, 4): (16, 4, 128, 1),
     },
     ('NVIDIA H200', 132, 4814, 60): {
-        (7168, 16384, 1): (16, 2, 128, 2, 0),
-        (4096, 7168, 8): (16, 4, 128, 1, 0),
-        (7168, 2048, 4): (4, 2, 128, 2, 0),
+        (7168, 16384, 1): (128, 4, 128, 1),
+        (4096, 7168, 8): (16, 2, 128, 1),
+        (7168, 2048, 4): (16, 4, 128, 1),
     },
     ('NVIDIA B200', 148, 8000, 126): {
-        (7168, 16384, 1): (16, 2, 128, 2, 0),
-        (4096, 7168, 8): (16, 4, 128, 1, 0),
-        (7168, 2048, 4): (4, 2, 128, 2, 0),
+        (7168, 16384, 1): (128, 4, 128, 1),
+        (4096, 7168, 8): (16, 2, 128, 1),
+        (7168, 2048, 4): (16, 4, 128, 1),
     },
 }
-CONFIGS = [(tk, rows, 128, 2, 0) for tk in (4, 8, 16, 32, 64, 128) for rows in (1, 2, 4)]
-CONFIGS += [(tk, rows, 256, 2, 0) for tk in (32, 64, 128, 256) for rows in (1, 2)]
+CONFIGS = [(tk, rows, 128, 2) for tk in (4, 8, 16, 32, 64, 128) for rows in (1, 2, 4)]
+CONFIGS += [(tk, rows, 256, 2) for tk in (32, 64, 128, 256) for rows in (1, 2)]
 # one K tile per load phase: half the live A registers
-CONFIGS += [(tk, rows, 128, 1, 0) for tk in (16, 32, 64, 128) for rows in (2, 4)] + [(256, 4, 256, 1, 0)]
-# one K tile with the registers capped for 6 (4 rows) or 8 (2 rows) CTAs of 128 threads per SM
-CONFIGS += [(tk, 4, 128, 1, 6) for tk in (16, 32, 64, 128)] + [(tk, 2, 128, 1, 8) for tk in (16, 32, 64, 128)]
+CONFIGS += [(tk, rows, 128, 1) for tk in (16, 32, 64, 128) for rows in (2, 4)] + [(256, 4, 256, 1)]
 
 
 def device_key() -> tuple:
@@ -346,7 +323,7 @@ def device_row(key: tuple) -> dict:
     return min(TUNED.items(), key=lambda item: abs(math.log(item[0][2] / item[0][1] / per_sm)))[1]
 
 
-def choose_config(m: int, k: int, l: int) -> tuple[int, int, int, int, int]:
+def choose_config(m: int, k: int, l: int) -> tuple[int, int, int, int]:
     """This device's tuned tile, otherwise more threads for longer rows (each keeps >= 4 K tiles), 2 rows each."""
     tuned = device_row(device_key()).get((m, k, l))
     if tuned is not None:
@@ -354,7 +331,7 @@ def choose_config(m: int, k: int, l: int) -> tuple[int, int, int, int, int]:
     tk = 2
     while tk < 8 and k // 64 >= 8 * tk:
         tk *= 2
-    return tk, 2, 128, 2, 0
+    return tk, 2, 128, 2
 
 
 _launches: dict = {}
