@@ -63,3 +63,19 @@ def test_v5_probe_picks_v5s_configs(monkeypatch):
     assert [probe.configs_for(case, []) for case in benchmarks] == [
         [probe.v5.TUNED[("NVIDIA H200", 132, 4814, 60)][shape]] for shape in ((7168, 16384, 1), (4096, 7168, 8), (7168, 2048, 4))]
     assert probe.configs_for(benchmarks[0], [(32, 2, 128, 2, 1, 1, 1)]) == [(32, 2, 128, 2, 1, 1, 1)]
+
+
+def test_v5_pipes_variants_compile(tmp_path):
+    """docs/experiments/v5_pipes.py (run by `.ci/gpu-check pipes`) edits v5's source as text: every
+    edit must still apply (variant() asserts that) and each variant's CUDA must build for Hopper."""
+    spec = importlib.util.spec_from_file_location("v5_pipes", ROOT / "docs" / "experiments" / "v5_pipes.py")
+    pipes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pipes)
+    base, module = (ROOT / "submission" / "v5.py").read_text(), load_submission("v5")
+    for name in pipes.DOT8_NEW:
+        src = tmp_path / f"{name}.cu"
+        variant_src = pipes.variant(name, base)
+        kernel = variant_src[variant_src.index('KERNEL_SRC = r"""') + len('KERNEL_SRC = r"""'):]
+        src.write_text(module._configs_macro(module.KERNELS) + kernel[:kernel.index('"""')])
+        built = compile_cuda(src, "90a")
+        assert built.returncode == 0, f"{name}: {built.stderr[-3000:]}"
