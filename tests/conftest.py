@@ -13,12 +13,17 @@ HAS_CUDA = torch.cuda.is_available()
 gpu = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
 
 
-def load_submission(name: str):
-    """Import submission/<name>.py as a fresh module of its own (not the harness's `submission`)."""
-    spec = importlib.util.spec_from_file_location(f"sub_{name}", ROOT / "submission" / f"{name}.py")
+def load_module(path, name: str):
+    """Import the file at path as a fresh module called name."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_submission(name: str):
+    """Import submission/<name>.py as a fresh module of its own (not the harness's `submission`)."""
+    return load_module(ROOT / "submission" / f"{name}.py", f"sub_{name}")
 
 
 @pytest.fixture

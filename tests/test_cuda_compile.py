@@ -1,12 +1,11 @@
 """v5's CUDA source compiles for Hopper (sm_90a) and Blackwell (sm_100a) with nvcc, no GPU needed;
 the Blackwell build uses the hardware e2m1 conversion, the Hopper build the prmt/dp4a decode."""
-import importlib.util
 import shutil
 import subprocess
 
 import pytest
 
-from tests.conftest import ROOT, load_submission
+from tests.conftest import ROOT, load_module, load_submission
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
@@ -34,18 +33,15 @@ def test_v5_compiles(tmp_path, arch, present, absent):
     assert present in text and absent not in text
 
 
-def load_probe():
-    """docs/experiments/v5_probe.py as a module (it loads v5 itself; nothing runs on import)."""
-    spec = importlib.util.spec_from_file_location("v5_probe", ROOT / "docs" / "experiments" / "v5_probe.py")
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
-    return probe
+def load_experiment(name: str):
+    """docs/experiments/<name>.py as a module (nothing runs on import; the probe loads v5 itself)."""
+    return load_module(ROOT / "docs" / "experiments" / f"{name}.py", name)
 
 
 def test_v5_probe_variants_compile(tmp_path):
     """docs/experiments/v5_probe.py edits v5's source as text: each edit must still apply (variant()
     asserts that) and the result must build for Hopper."""
-    probe = load_probe()
+    probe = load_experiment("v5_probe")
     for name in probe.VARIANTS[1:]:
         src = tmp_path / f"{name}.cu"
         src.write_text(probe.variant(name))
@@ -56,7 +52,7 @@ def test_v5_probe_variants_compile(tmp_path):
 def test_v5_probe_picks_v5s_configs(monkeypatch):
     """The probe's driver (run only on a GPU) asks v5 for each benchmark's configuration from the
     case record: a change to the record must not break it unnoticed."""
-    probe = load_probe()
+    probe = load_experiment("v5_probe")
     monkeypatch.setattr(probe.v5, "device_key", lambda: ("NVIDIA H200", 132, 4814, 60))
     from eval import cases
     benchmarks = cases.select_cases("benchmarks")
@@ -68,9 +64,7 @@ def test_v5_probe_picks_v5s_configs(monkeypatch):
 def test_v5_pipes_variants_compile(tmp_path):
     """docs/experiments/v5_pipes.py (run by `.ci/gpu-check pipes`) edits v5's source as text: every
     edit must still apply (variant() asserts that) and each variant's CUDA must build for Hopper."""
-    spec = importlib.util.spec_from_file_location("v5_pipes", ROOT / "docs" / "experiments" / "v5_pipes.py")
-    pipes = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(pipes)
+    pipes = load_experiment("v5_pipes")
     base, module = (ROOT / "submission" / "v5.py").read_text(), load_submission("v5")
     for name in pipes.DOT8_NEW:
         src = tmp_path / f"{name}.cu"

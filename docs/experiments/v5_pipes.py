@@ -3,7 +3,7 @@ FMA pipe (eighth session, issue: v5 and v4 at the floor on every Hopper GPU).
 
 Per 32-bit word of A, v5 spends LOP3 (code ^ 0x8888..), 2 SHF (>> 16), 4 PRMT on the ALU pipe and
 4 IDP on the FMA pipe (both 16 lanes per cycle per SM sub-partition on Hopper). The SASS of the case-1
-loop counts ~351 ALU-pipe and ~182 IMAD/IDP instructions per 128 B of A. Variants:
+loop counts 353 ALU-pipe and ~182 IMAD/IDP instructions per 128 B of A. Variants:
   hi      the two >> 16 become IMAD.HI by a pinned 2^16 (ptxas cannot turn it back into a shift)
   hinot   as hi, and code ^ 0x8888.. becomes ~code by IMAD (code * -1 + -1, pinned -1): the complement
           also flips the magnitude bits, so the negative lookup uses the reversed table
