@@ -28,7 +28,7 @@ from eval.stats import calculate_stats, score, should_stop
 BENCHMARK_BUDGET = {"warmup": (200, 1e8), "case": (200, 10e9)}
 LEADERBOARD_BUDGET = {"warmup": (1000, 5e8), "case": (1000, 30e9)}
 FLUSH_L2_MULTIPLE = 4.0  # the flush buffer is this many times the device's L2
-HOST_CALLS = 20  # back-to-back calls for the host cost column
+HOST_CALLS = 20  # back-to-back calls per batch for the host cost column (the worker times 7 batches, reports the median)
 NO_LIMIT = 1e30
 FLOOR_FAIL_RATIO = 0.9  # a mean below this fraction of the measured floor fails
 
