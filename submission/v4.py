@@ -140,7 +140,7 @@ def dot_tile(acc, a_words, sfa_words, h: int, b_dec: list, sfb: list, lo, rows: 
 
 
 def load_tile(where: tuple, bufs: tuple, s: int, k_tile) -> None:
-    """Issue the loads of one K tile into slot s of the thread's ring: A's words and scale word for
+    """Issue the loads of one K tile into slot s of the thread's buffers: A's words and scale word for
     each of its rows, and the vector's. Traced inline (no control flow)."""
     gA32, gB32, mSFA, mSFB, r0, row0, tile, bidz, rows = where
     a_words, b_words, sfa_words, sfb_words = bufs
@@ -169,7 +169,7 @@ def compute_tile(acc, bufs: tuple, s: int, lo, rows: int, hw: bool) -> None:
 @cute.kernel
 def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.Tensor, mC: cute.Tensor,
            tk: cutlass.Constexpr, rows: cutlass.Constexpr, hw: cutlass.Constexpr, threads: cutlass.Constexpr,
-           depth: cutlass.Constexpr, shared: cutlass.Constexpr):
+           shared: cutlass.Constexpr):
     bidx, _, bidz = cute.arch.block_idx()
     tidx, _, _ = cute.arch.thread_idx()
     rows_per_cta = (threads // tk) * rows
@@ -250,29 +250,17 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
                     b_list.append(b_dec[d % 4, d // 4])
                 dot_tile(acc, a_words, sfa_words, 0, b_list, sfb, lo, rows, hw)
     else:
-        # each thread decodes the vector's tiles it uses. depth 1: load a K tile (A, b and their scale
-        # words, every load before any decode), then compute it; depth 2: a ring of two, the next
-        # tile's loads issued before this tile's decode (twice the live A registers)
-        bufs = (cute.make_rmem_tensor(cute.make_layout((depth, rows, TILE_K // 8)), cutlass.Int32),
-                cute.make_rmem_tensor(cute.make_layout((depth, TILE_K // 8)), cutlass.Int32),
-                cute.make_rmem_tensor(cute.make_layout((depth, rows)), cutlass.Int32),
-                cute.make_rmem_tensor(cute.make_layout((depth,)), cutlass.Int32))
+        # each thread decodes the vector's tiles it uses: load a K tile (A, b and their scale words,
+        # every load before any decode), then compute it. (A ring of two tiles, the next tile's
+        # loads issued before this one's decode, was slower on every case: docs/perf-notes.md.)
+        bufs = (cute.make_rmem_tensor(cute.make_layout((1, rows, TILE_K // 8)), cutlass.Int32),
+                cute.make_rmem_tensor(cute.make_layout((1, TILE_K // 8)), cutlass.Int32),
+                cute.make_rmem_tensor(cute.make_layout((1, rows)), cutlass.Int32),
+                cute.make_rmem_tensor(cute.make_layout((1,)), cutlass.Int32))
         where = (gA32, gB32, mSFA, mSFB, r0, row0, tile, bidz, rows)
-        if cutlass.const_expr(depth == 1):
-            for k_tile in range(kq, k_tiles, tk):
-                load_tile(where, bufs, 0, k_tile)
-                compute_tile(acc, bufs, 0, lo, rows, hw)
-        else:
-            if kq < k_tiles:
-                load_tile(where, bufs, 0, kq)
-            for k_pair in range(kq, k_tiles, 2 * tk):
-                if k_pair + tk < k_tiles:
-                    load_tile(where, bufs, 1, k_pair + tk)
-                compute_tile(acc, bufs, 0, lo, rows, hw)
-                if k_pair + 2 * tk < k_tiles:
-                    load_tile(where, bufs, 0, k_pair + 2 * tk)
-                if k_pair + tk < k_tiles:
-                    compute_tile(acc, bufs, 1, lo, rows, hw)
+        for k_tile in range(kq, k_tiles, tk):
+            load_tile(where, bufs, 0, k_tile)
+            compute_tile(acc, bufs, 0, lo, rows, hw)
 
     # a row's sum over its tk threads: butterfly within the warp, then (tk > 32) the warps' partial
     # sums through shared memory
@@ -314,8 +302,7 @@ def scale_words(ptr: cute.Pointer, mn: int, k: int, l: int) -> cute.Tensor:
 @cute.jit
 def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointer, sfb_ptr: cute.Pointer,
               c_ptr: cute.Pointer, problem_size: tuple, tk: cutlass.Constexpr, rows: cutlass.Constexpr,
-              hw: cutlass.Constexpr, threads: cutlass.Constexpr, depth: cutlass.Constexpr,
-              shared: cutlass.Constexpr):
+              hw: cutlass.Constexpr, threads: cutlass.Constexpr, shared: cutlass.Constexpr):
     m, _, k, l = problem_size
     n_padded_128 = 128  # b and sfb are padded to 128 rows (row 0 is the vector)
     kw = cute.assume(k // 8, divby=8)  # 32-bit words of 8 codes per row (k % 64 == 0): rows stay 16-byte aligned, so loads vectorise
@@ -325,7 +312,7 @@ def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointe
     sfb = scale_words(sfb_ptr, n_padded_128, k, l)
     c = cute.make_tensor(c_ptr, cute.make_layout((m, 1, l), stride=(1, 1, m)))
     ctas_per_tile = TILE_M // ((threads // tk) * rows)
-    kernel(a32, b32, sfa, sfb, c, tk, rows, hw, threads, depth, shared).launch(
+    kernel(a32, b32, sfa, sfb, c, tk, rows, hw, threads, shared).launch(
         grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l), block=[threads, 1, 1], cluster=(1, 1, 1))
 
 
@@ -337,15 +324,12 @@ def hardware_fp4() -> bool:
     return torch.cuda.get_device_capability()[0] >= 10
 
 
-def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: int = 128, depth: int = 1,
-                   shared: int = 0):
-    """Compile once per (decode path, threads per row, rows per thread, threads per CTA, K tiles in
-    flight per thread, vector decoded once per CTA into shared memory) and cache; the first call
-    compiles."""
-    key = (hw, tk, rows, threads, depth, shared)
+def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: int = 128, shared: int = 0):
+    """Compile once per (decode path, threads per row, rows per thread, threads per CTA, vector decoded
+    once per CTA into shared memory) and cache; the first call compiles."""
+    key = (hw, tk, rows, threads, shared)
     if key not in _compiled:
-        _compiled[key] = cute.compile(my_kernel, *pointers((0,) * 5), (0, 0, 0, 0), tk, rows, hw, threads, depth,
-                                      shared)
+        _compiled[key] = cute.compile(my_kernel, *pointers((0,) * 5), (0, 0, 0, 0), tk, rows, hw, threads, shared)
     return _compiled[key]
 
 
@@ -377,37 +361,35 @@ def check_scale_strides(data: input_t) -> None:
 
 
 # Tiles per device, keyed by what the device reports (device_key(): name, SMs, memory bandwidth GB/s,
-# L2 MiB), then by (m, k, l): (threads per row, rows per thread, threads per CTA, K tiles in flight per
-# thread: 1 or 2, vector decoded once per CTA into shared memory: 0 or 1; with 1 the CTA keeps one K
-# tile in flight, and the hardware path, whose decode is one cvt a pair, ignores it). Rows come from `python -m eval tune submission/v4.py --write` on that GPU (docs/perf-notes.md); a GPU not listed
+# L2 MiB), then by (m, k, l): (threads per row, rows per thread, threads per CTA, vector decoded once
+# per CTA into shared memory: 0 or 1; the hardware path, whose decode is one cvt a pair, ignores it).
+# Rows come from `python -m eval tune submission/v4.py --write` on that GPU (docs/perf-notes.md); a GPU not listed
 # takes the row of the listed one nearest in bandwidth per SM, a shape not listed choose_config's rule.
 # A CTA covers at most one 128-row tile: (threads / threads per row) x rows per thread <= 128.
 # The B200 row is reasoned, not measured (no B200 here): it takes the H200's picks, the GPU nearest it
 # in bytes per second per SM.
 TUNED = {
     ('NVIDIA H100 80GB HBM3', 132, 3352, 50): {
-        (7168, 16384, 1): (64, 2, 128, 1, 0),
-        (4096, 7168, 8): (128, 4, 128, 1, 0),
-        (7168, 2048, 4): (16, 4, 128, 1, 0),
+        (7168, 16384, 1): (64, 2, 128, 0),
+        (4096, 7168, 8): (128, 4, 128, 0),
+        (7168, 2048, 4): (16, 4, 128, 0),
     },
     ('NVIDIA H200', 132, 4814, 60): {
-        (7168, 16384, 1): (128, 2, 128, 1, 0),
-        (4096, 7168, 8): (16, 2, 128, 1, 0),
-        (7168, 2048, 4): (16, 2, 128, 1, 1),
+        (7168, 16384, 1): (128, 2, 128, 0),
+        (4096, 7168, 8): (16, 2, 128, 0),
+        (7168, 2048, 4): (16, 2, 128, 1),
     },
     ('NVIDIA B200', 148, 8000, 126): {
-        (7168, 16384, 1): (128, 4, 128, 1, 0),
-        (4096, 7168, 8): (16, 2, 128, 1, 0),
-        (7168, 2048, 4): (16, 4, 128, 1, 0),
+        (7168, 16384, 1): (128, 2, 128, 0),
+        (4096, 7168, 8): (16, 2, 128, 0),
+        (7168, 2048, 4): (16, 2, 128, 1),
     },
 }
-CONFIGS = [(tk, rows, 128, 1, 0) for tk in (4, 8, 16, 32, 64, 128) for rows in (1, 2, 4)]
-CONFIGS += [(tk, rows, 256, 1, 0) for tk in (32, 64, 128, 256) for rows in (2, 4)]
-# a ring of two K tiles per thread: the next tile's loads in flight during this one's decode
-CONFIGS += [(tk, rows, 128, 2, 0) for tk in (16, 32, 64, 128) for rows in (2, 4)] + [(256, 4, 256, 2, 0)]
+CONFIGS = [(tk, rows, 128, 0) for tk in (4, 8, 16, 32, 64, 128) for rows in (1, 2, 4)]
+CONFIGS += [(tk, rows, 256, 0) for tk in (32, 64, 128, 256) for rows in (2, 4)]
 # the vector decoded once per CTA (several row groups per CTA) into shared memory
-CONFIGS += [(tk, rows, 128, 1, 1) for tk in (16, 32, 64) for rows in (2, 4)]
-CONFIGS += [(tk, rows, 256, 1, 1) for tk in (32, 64, 128) for rows in (2, 4)]
+CONFIGS += [(tk, rows, 128, 1) for tk in (16, 32, 64) for rows in (2, 4)]
+CONFIGS += [(tk, rows, 256, 1) for tk in (32, 64, 128) for rows in (2, 4)]
 
 
 def device_key() -> tuple:
@@ -431,7 +413,7 @@ def device_row(key: tuple) -> dict:
     return min(TUNED.items(), key=lambda item: abs(math.log(item[0][2] / item[0][1] / per_sm)))[1]
 
 
-def choose_config(m: int, k: int, l: int) -> tuple[int, int, int, int, int]:
+def choose_config(m: int, k: int, l: int) -> tuple[int, int, int, int]:
     """This device's tuned tile, otherwise more threads for longer rows (each keeps >= 4 K tiles), 2 rows each."""
     tuned = device_row(device_key()).get((m, k, l))
     if tuned is not None:
@@ -439,7 +421,7 @@ def choose_config(m: int, k: int, l: int) -> tuple[int, int, int, int, int]:
     tk = 2
     while tk < 8 and k // 64 >= 8 * tk:
         tk *= 2
-    return tk, 2, 128, 1, 0
+    return tk, 2, 128, 0
 
 
 _launches: dict = {}
