@@ -1,21 +1,22 @@
 """v4: CuTe DSL, per-shape tuning of v3, and a cheaper software FP4 decode on Hopper.
 
 Adds over v3: a thread owns R rows instead of one, so each decoded vector chunk feeds R rows; the
-tile shape (threads per row TK, rows per thread R) is chosen per benchmark shape from a table
-measured with `python -m eval.tune`, with a rule for any other valid shape. Below sm_100 the FP4
-codes no longer become half2 by shift/mask (5 instructions a pair): a byte lookup (prmt, whose
-sign-replicate mode splits positive and negative codes) feeds int8 dot products (dp4a), exact;
-sm_100+ keeps the hardware cvt and fma.rn.f16x2. Rows are declared 16-byte aligned (cute.assume),
-so A and b load as ld.global.v4; the permuted scales are read as 32-bit words (one row's 4 scales of
-a K tile), issued with A's loads instead of four byte loads at compute time. A tile may load one K
-tile per phase instead of two (half the live A registers: 72 instead of 128 for 4 rows, so twice the
-CTAs per SM); every tuned tile now does.
-Tiles per device (TUNED, keyed by device_key(); `python -m eval tune submission/v4.py --write`); the
-compiled kernel's arguments are packed once per tile and shape (host cost 9-16 us a call, v5's 11-21 in
-the same calls; was 42-52). Measured (`eval rank v4 v5`, 2026-11-21, floors in the same call): H100
-36.22 / 59.12 / 20.22 us = 1.30 / 1.17 / 1.23 x the read floor (two tiles per phase: 36.54 / 60.65 /
-20.88); H200 28.47 / 48.47 / 16.98 us = 1.32 / 1.29 / 1.27 x (was 31.37 / 49.25 / 18.17); see
-docs/perf-notes.md (seventh session).
+tile shape (threads per row TK, rows per thread R, threads per CTA) is chosen per benchmark shape and
+device from a table measured with `python -m eval.tune`, with a rule for any other valid shape. Below
+sm_100 the FP4 codes become int8 through a byte lookup (prmt, whose sign-replicate mode splits
+positive and negative codes) and int8 dot products (dp4a), exact; sm_100+ keeps the hardware cvt and
+fma.rn.f16x2. Rows are declared 16-byte aligned (cute.assume), so A and b load as ld.global.v4; each
+thread loads one K tile (A, the vector, and one 32-bit word of 4 scales per row) before decoding it.
+v4.5 (this version): the plain scale layout instead of the permuted one (a row's scale words for
+consecutive K tiles are consecutive, so a warp's scale loads coalesce; permuted, each lane's word was
+its own 32-byte sector); the prmt table's low word pinned in an ordinary register (as a literal ptxas
+copied it from a uniform register before every prmt: 145 extra IMAD in a 4-row loop; registers 72 ->
+61); a tile option that decodes the vector once per CTA into shared memory (taken for case 3 on the
+H200). Tiles per device (TUNED, keyed by device_key(); `python -m eval tune submission/v4.py
+--write`); the compiled kernel's arguments are packed once per tile and shape (host cost 9-14 us a
+call). Measured (`make rank`, 2026-11-22, floors in the same call): H100 33.65 / 57.43 / 19.23 us =
+1.21 / 1.13 / 1.17 x the read floor (v4.3: 36.07 / 58.80 / 19.99); H200 26.04 / 44.25 / 15.92 us =
+1.20 / 1.17 / 1.18 x (v4.3: 28.66 / 48.60 / 17.09); see docs/perf-notes.md (ninth session).
 """
 import ctypes
 import math
@@ -370,9 +371,9 @@ def check_scale_strides(data: input_t) -> None:
 # in bytes per second per SM.
 TUNED = {
     ('NVIDIA H100 80GB HBM3', 132, 3352, 50): {
-        (7168, 16384, 1): (64, 2, 128, 0),
-        (4096, 7168, 8): (128, 4, 128, 0),
-        (7168, 2048, 4): (16, 4, 128, 0),
+        (7168, 16384, 1): (128, 2, 128, 0),
+        (4096, 7168, 8): (64, 2, 128, 0),
+        (7168, 2048, 4): (32, 2, 128, 0),
     },
     ('NVIDIA H200', 132, 4814, 60): {
         (7168, 16384, 1): (128, 2, 128, 0),
