@@ -80,7 +80,7 @@ def half_to_f32(h2: cutlass.Int32, i: int, *, loc=None, ip=None) -> cutlass.Floa
 
 
 def scales4(word: cutlass.Int32) -> list:
-    """The 4 e4m3 scales of one row and one K tile (one word of the permuted layout) as f32."""
+    """The 4 e4m3 scales of one row and one K tile (one 32-bit word of the scales) as f32."""
     pairs = [e4m3_pair(word, 0), e4m3_pair(word, 1)]
     return [half_to_f32(pairs[blk // 2], blk % 2) for blk in range(4)]
 
