@@ -120,12 +120,12 @@ def block_dot(w0: cutlass.Int32, w1: cutlass.Int32, b0: cutlass.Int32, b1: cutla
     return cutlass.Float32(_asm(T.f32(), args, text, "=f,r,r,r,r,r,r,r", loc, ip))
 
 
-def dot_tile(acc, a_words, sfa_words, h: int, b_dec: list, sfb: list, lo, rows: int, hw: bool) -> None:
+def dot_tile(acc, a_words, sfa_words, b_dec: list, sfb: list, lo, rows: int, hw: bool) -> None:
     """acc[r] += one K tile (4 scale blocks) of each of the thread's rows against the decoded vector
     b_dec (a list of its words: half2 pairs on the hardware path, else int8 lanes of 2x value) and its
     scales sfb (f32; on the int8 path already x 1/4). Traced inline (Python loops only)."""
     for r in range(rows):
-        sfa = scales4(sfa_words[h, r])
+        sfa = scales4(sfa_words[r])
         for blk in range(TILE_K // 16):
             scale = sfa[blk] * sfb[blk]
             if hw:
@@ -133,38 +133,34 @@ def dot_tile(acc, a_words, sfa_words, h: int, b_dec: list, sfb: list, lo, rows: 
                 for w in range(2):
                     word = 2 * blk + w
                     for i in range(4):
-                        part_sum = hfma2(fp4_pair(a_words[h, r, word], i), b_dec[4 * word + i], part_sum)
+                        part_sum = hfma2(fp4_pair(a_words[r, word], i), b_dec[4 * word + i], part_sum)
                 acc[r] = acc[r] + half2_sum(part_sum) * scale
             else:
-                dot = block_dot(a_words[h, r, 2 * blk], a_words[h, r, 2 * blk + 1], *b_dec[4 * blk:4 * blk + 4], lo)
+                dot = block_dot(a_words[r, 2 * blk], a_words[r, 2 * blk + 1], *b_dec[4 * blk:4 * blk + 4], lo)
                 acc[r] = acc[r] + dot * scale
 
 
-def load_tile(where: tuple, bufs: tuple, s: int, k_tile) -> None:
-    """Issue the loads of one K tile into slot s of the thread's buffers: A's words and scale word for
-    each of its rows, and the vector's. Traced inline (no control flow)."""
-    gA32, gB32, mSFA, mSFB, r0, row0, tile, bidz, rows = where
-    a_words, b_words, sfa_words, sfb_words = bufs
-    b_words[s, None].store(gB32[0, None, 0, k_tile, bidz].load())
-    sfb_words[s] = mSFB[0, k_tile, bidz]
+def load_rows(rows_at: tuple, a_words, sfa_words, k_tile) -> None:
+    """Issue the loads of one K tile of the thread's rows: A's words and one scale word per row.
+    Traced inline (no control flow)."""
+    gA32, mSFA, r0, row0, tile, bidz, rows = rows_at
     for r in range(rows):
-        a_words[s, r, None].store(gA32[r0 + r, None, tile, k_tile, bidz].load())
-        sfa_words[s, r] = mSFA[row0 + r, k_tile, bidz]
+        a_words[r, None].store(gA32[r0 + r, None, tile, k_tile, bidz].load())
+        sfa_words[r] = mSFA[row0 + r, k_tile, bidz]
 
 
-def compute_tile(acc, bufs: tuple, s: int, lo, rows: int, hw: bool) -> None:
-    """Decode slot s's tile of the vector once for all R rows (half2 pairs on the hardware path, else
-    int8 lanes of 2x value) and accumulate the rows' dot products. Traced inline."""
-    a_words, b_words, sfa_words, sfb_words = bufs
-    sfb = scales4(sfb_words[s])
+def compute_tile(acc, a_words, sfa_words, b_words, sfb_word, lo, rows: int, hw: bool) -> None:
+    """Decode one tile of the vector once for all R rows (half2 pairs on the hardware path, else int8
+    lanes of 2x value) and accumulate the rows' dot products. Traced inline."""
+    sfb = scales4(sfb_word)
     if hw:
-        b_list = [fp4_pair(b_words[s, word], i) for word in range(TILE_K // 8) for i in range(4)]
+        b_list = [fp4_pair(b_words[word], i) for word in range(TILE_K // 8) for i in range(4)]
     else:
         b_list = []
         for word in range(TILE_K // 8):
-            b_list += [signed4(b_words[s, word], lo), signed4(b_words[s, word] >> 16, lo)]
+            b_list += [signed4(b_words[word], lo), signed4(b_words[word] >> 16, lo)]
         sfb = [x * 0.25 for x in sfb]  # the int8 lanes carry 2a and 2b: (2a)(2b) = 4ab
-    dot_tile(acc, a_words, sfa_words, s, b_list, sfb, lo, rows, hw)
+    dot_tile(acc, a_words, sfa_words, b_list, sfb, lo, rows, hw)
 
 
 @cute.kernel
@@ -197,6 +193,9 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
         cute.arch.barrier()
         lo = lut[tidx % 32]
     k_tiles = mSFA.layout[1].shape
+    rows_at = (gA32, mSFA, r0, row0, tile, bidz, rows)
+    a_words = cute.make_rmem_tensor(cute.make_layout((rows, TILE_K // 8)), cutlass.Int32)
+    sfa_words = cute.make_rmem_tensor(cute.make_layout((rows,)), cutlass.Int32)
     if cutlass.const_expr(shared and not hw):
         # The CTA's groups of tk threads take the same K tiles, one slab of tk tiles per iteration:
         # the CTA decodes each slab of the vector once, every thread a word or a few of it, into one
@@ -210,14 +209,12 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
         for slab in range(0, k_tiles, tk):
             buf = (slab // tk) % 2
             k_tile = slab + kq
-            a_words = cute.make_rmem_tensor(cute.make_layout((1, rows, TILE_K // 8)), cutlass.Int32)
-            sfa_words = cute.make_rmem_tensor(cute.make_layout((1, rows)), cutlass.Int32)
             v_words = cute.make_rmem_tensor(cute.make_layout((mine,)), cutlass.Int32)
             sfb_word = cute.make_rmem_tensor(cute.make_layout((1,)), cutlass.Int32)
+            # every load of the slab first (the rows' tile, this thread's vector words and scale
+            # word), then the decode: one wait on memory per slab
             if k_tile < k_tiles:
-                for r in cutlass.range_constexpr(rows):
-                    a_words[0, r, None].store(gA32[r0 + r, None, tile, k_tile, bidz].load())
-                    sfa_words[0, r] = mSFA[row0 + r, k_tile, bidz]
+                load_rows(rows_at, a_words, sfa_words, k_tile)
             for i in cutlass.range_constexpr(mine):
                 w = tidx + i * threads
                 if w < slab_words:
@@ -249,19 +246,18 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
                     sfb.append(vsf[blk, kq, buf])
                 for d in cutlass.range_constexpr(16):
                     b_list.append(b_dec[d % 4, d // 4])
-                dot_tile(acc, a_words, sfa_words, 0, b_list, sfb, lo, rows, hw)
+                dot_tile(acc, a_words, sfa_words, b_list, sfb, lo, rows, hw)
     else:
         # each thread decodes the vector's tiles it uses: load a K tile (A, b and their scale words,
         # every load before any decode), then compute it. (A ring of two tiles, the next tile's
         # loads issued before this one's decode, was slower on every case: docs/perf-notes.md.)
-        bufs = (cute.make_rmem_tensor(cute.make_layout((1, rows, TILE_K // 8)), cutlass.Int32),
-                cute.make_rmem_tensor(cute.make_layout((1, TILE_K // 8)), cutlass.Int32),
-                cute.make_rmem_tensor(cute.make_layout((1, rows)), cutlass.Int32),
-                cute.make_rmem_tensor(cute.make_layout((1,)), cutlass.Int32))
-        where = (gA32, gB32, mSFA, mSFB, r0, row0, tile, bidz, rows)
+        b_words = cute.make_rmem_tensor(cute.make_layout((TILE_K // 8,)), cutlass.Int32)
+        sfb_word = cute.make_rmem_tensor(cute.make_layout((1,)), cutlass.Int32)
         for k_tile in range(kq, k_tiles, tk):
-            load_tile(where, bufs, 0, k_tile)
-            compute_tile(acc, bufs, 0, lo, rows, hw)
+            b_words.store(gB32[0, None, 0, k_tile, bidz].load())
+            sfb_word[0] = mSFB[0, k_tile, bidz]
+            load_rows(rows_at, a_words, sfa_words, k_tile)
+            compute_tile(acc, a_words, sfa_words, b_words, sfb_word[0], lo, rows, hw)
 
     # a row's sum over its tk threads: butterfly within the warp, then (tk > 32) the warps' partial
     # sums through shared memory
