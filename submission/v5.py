@@ -76,31 +76,6 @@ __device__ __forceinline__ float2 scales2(uint16_t s) {
     return __half22float2(*reinterpret_cast<__half2*>(&h));
 }
 
-// ask the memory system to bring n bytes at p (16-byte aligned) into L2, without waiting and without
-// registers: the copy engine streams them while the SM decodes; a later load of them hits L2
-__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t n) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(p), "r"(n) : "memory");
-}
-
-// the first warp of a block prefetches the rows (A and their scales) of the block `ahead` places
-// later in launch order (0: its own rows), in pieces of up to 4 KiB, one per lane
-__device__ __forceinline__ void prefetch_block_rows(const uint8_t* A, const uint8_t* SFA, int rows, int kb, int ks,
-                                                    int ahead) {
-    if (ahead < 0 || gridDim.z != 1 || threadIdx.x >= 32 || ((uintptr_t)A | (uintptr_t)SFA | kb) % 16) return;
-    const long long target = (long long)blockIdx.x + (long long)gridDim.x * blockIdx.y + ahead;
-    if (target >= (long long)gridDim.x * gridDim.y) return;
-    constexpr uint32_t PIECE = 4096;
-    const long long a_bytes = (long long)rows * kb, s_bytes = (long long)rows * ks % 16 ? 0 : (long long)rows * ks;
-    const uint8_t* a = A + target * a_bytes;
-    const uint8_t* sf = SFA + target * (long long)rows * ks;
-    const long long a_pieces = (a_bytes + PIECE - 1) / PIECE, pieces = a_pieces + (s_bytes + PIECE - 1) / PIECE;
-    for (long long i = threadIdx.x; i < pieces; i += 32) {
-        const bool on_a = i < a_pieces;
-        const long long off = (on_a ? i : i - a_pieces) * PIECE, size = on_a ? a_bytes : s_bytes;
-        prefetch_l2((on_a ? a : sf) + off, (uint32_t)(size - off < PIECE ? size - off : PIECE));
-    }
-}
-
 __device__ __forceinline__ uint16_t load_u16(const uint8_t* p) {
     return __ldg(reinterpret_cast<const unsigned short*>(p));
 }
@@ -292,8 +267,7 @@ template <int TPR, int R, int BLOCK, int D, int V, int MINB>
 __global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
     const uint8_t* __restrict__ A, const uint8_t* __restrict__ B,
     const uint8_t* __restrict__ SFA, const uint8_t* __restrict__ SFB,
-    __half* __restrict__ C, int M, int K, int b_rows, float* __restrict__ partial, int* __restrict__ arrivals,
-    int prefetch_ahead) {
+    __half* __restrict__ C, int M, int K, int b_rows, float* __restrict__ partial, int* __restrict__ arrivals) {
     constexpr int G = BLOCK / TPR;
     const int l = blockIdx.y;
     // split K: blockIdx.z of gridDim.z takes one contiguous slice of every row (in whole steps)
@@ -331,7 +305,6 @@ __global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
     #pragma unroll
     for (int i = 0; i < D; ++i)
         if (i < steps) load(i, t + i * TPR);
-    prefetch_block_rows(A, SFA, G * R, kb, ks, prefetch_ahead);
 
 #ifndef NVFP4_HW_CVT
     extern __shared__ uint4 smem[];
@@ -427,8 +400,7 @@ __global__ void __launch_bounds__(BLOCK, MINB) gemv_kernel(
 // of the step (32 * V), else a cudaError_t
 extern "C" int nvfp4_gemv_launch(const void* a, const void* b, const void* sfa, const void* sfb, void* c,
                                  int m, int k, int l, int b_rows, int tpr, int r, int block, int depth,
-                                 int vec, int minb, int split, float* partial, int* arrivals, int prefetch_mib,
-                                 cudaStream_t stream) {
+                                 int vec, int minb, int split, float* partial, int* arrivals, cudaStream_t stream) {
     // the Hopper path keeps the decoded vector in shared memory: 2 x 16 B + 8 B per 32 elements
     const size_t smem = (size_t)(k / 32 / split) * 40;
 #define NVFP4_TRY(T, RR, BL, DD, VV, MB)                                                             \
@@ -439,13 +411,9 @@ extern "C" int nvfp4_gemv_launch(const void* a, const void* b, const void* sfa, 
         if (smem_bl > 48 * 1024)                                                                    \
             cudaFuncSetAttribute(nvfp4::gemv_kernel<T, RR, BL, DD, VV, MB>,                         \
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bl);        \
-        /* L2 prefetch distance: prefetch_mib MiB of A ahead, in whole blocks (0: own rows) */         \
-        const long long block_bytes = (long long)(BL / T) * RR * (k / 2);                           \
-        const int ahead = prefetch_mib < 0 ? -1                                                     \
-                        : (int)(((long long)prefetch_mib * 1048576 + block_bytes - 1) / block_bytes); \
         nvfp4::gemv_kernel<T, RR, BL, DD, VV, MB><<<grid, BL, smem_bl, stream>>>(                   \
             (const uint8_t*)a, (const uint8_t*)b, (const uint8_t*)sfa, (const uint8_t*)sfb,         \
-            (__half*)c, m, k, b_rows, partial, arrivals, ahead);                                    \
+            (__half*)c, m, k, b_rows, partial, arrivals);                                           \
         return (int)cudaGetLastError();                                                             \
     }
     NVFP4_CONFIGS(NVFP4_TRY)
@@ -460,11 +428,11 @@ BINDING_SRC = r"""
 #include <cuda_runtime_api.h>
 
 extern "C" int nvfp4_gemv_launch(const void*, const void*, const void*, const void*, void*,
-                                 int, int, int, int, int, int, int, int, int, int, int, float*, int*, int, cudaStream_t);
+                                 int, int, int, int, int, int, int, int, int, int, int, float*, int*, cudaStream_t);
 
 void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const at::Tensor& sfb,
           at::Tensor& c, int64_t tpr, int64_t r, int64_t block, int64_t depth, int64_t vec, int64_t min_blocks, int64_t split,
-          int64_t prefetch_mib, at::Tensor& partial, at::Tensor& arrivals) {
+          at::Tensor& partial, at::Tensor& arrivals) {
     const int64_t m = a.size(0), k = a.size(1) * 2, l = a.size(2);
     // the leaderboard's layouts: batch outermost, K contiguous
     TORCH_CHECK(a.stride(1) == 1 && a.stride(0) == k / 2 && (l == 1 || a.stride(2) == m * k / 2), "a: unexpected strides");
@@ -477,7 +445,7 @@ void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const
     int err = nvfp4_gemv_launch(a.data_ptr(), b.data_ptr(), sfa.data_ptr(), sfb.data_ptr(), c.data_ptr(),
                                 (int)m, (int)k, (int)l, (int)b.size(0), (int)tpr, (int)r, (int)block, (int)depth, (int)vec,
                                 (int)min_blocks, (int)split, split > 1 ? partial.data_ptr<float>() : nullptr,
-                                split > 1 ? arrivals.data_ptr<int>() : nullptr, (int)prefetch_mib,
+                                split > 1 ? arrivals.data_ptr<int>() : nullptr,
                                 at::cuda::getCurrentCUDAStream());
     TORCH_CHECK(err == 0, "nvfp4 gemv launch failed: ",
                 err == -1 ? "configuration not compiled in"
@@ -487,21 +455,14 @@ void gemv(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const
 """
 
 # Configurations: (threads per row group, rows per thread, block size, steps in flight, 16-byte words
-# per step, blocks per SM the registers must allow, K split, L2 prefetch: MiB of A ahead whose block's
-# rows each block asks the copy engine to bring into L2, -1 none, 0 its own); KERNELS are the
-# compiled-in ones (the only list: CUDA_SRC's NVFP4_CONFIGS is made from it), less the last two
-# (runtime arguments)
+# per step, blocks per SM the registers must allow, K split); KERNELS are the compiled-in ones (the
+# only list: CUDA_SRC's NVFP4_CONFIGS is made from it), less the split (a runtime argument)
 KERNELS = [(8, 2, 128, 2, 1, 1), (16, 2, 128, 2, 1, 1), (32, 2, 128, 2, 1, 1), (64, 2, 128, 2, 1, 1),
            (32, 2, 128, 2, 1, 6), (32, 2, 128, 2, 1, 8), (256, 2, 256, 2, 1, 4), (128, 2, 128, 2, 1, 8),
            (256, 2, 256, 1, 2, 4), (128, 2, 128, 1, 2, 8), (128, 4, 128, 2, 1, 4), (128, 4, 256, 2, 1, 3),
            (256, 4, 256, 1, 2, 3), (64, 4, 128, 1, 1, 8), (32, 4, 128, 1, 1, 8)]
-# the kernels some GPU's table picks, also timed with the L2 prefetch at these distances
-PREFETCHED = [(256, 2, 256, 2, 1, 4), (128, 4, 256, 2, 1, 3), (32, 2, 128, 2, 1, 6), (256, 4, 256, 1, 2, 3),
-              (32, 4, 128, 1, 1, 8), (64, 4, 128, 1, 1, 8), (128, 2, 128, 1, 2, 8)]
-PREFETCH_MIB = [0, 4, 8, 16]
 # every configuration `python -m eval.tune submission/v5.py` times
-CONFIGS = ([kernel + (1, -1) for kernel in KERNELS] + [(32, 2, 128, 2, 1, 1, 4, -1)]
-           + [kernel + (1, mib) for kernel in PREFETCHED for mib in PREFETCH_MIB])
+CONFIGS = [kernel + (1,) for kernel in KERNELS] + [(32, 2, 128, 2, 1, 1, 4)]
 
 
 def _configs_macro(kernels: list) -> str:
@@ -520,19 +481,19 @@ CUDA_SRC = _configs_macro(KERNELS) + KERNEL_SRC
 # with the most loads in flight and 4 rows per vector decode; they build for sm_100a without spills.
 TUNED = {
     ('NVIDIA H100 80GB HBM3', 132, 3352, 50): {
-        (7168, 16384, 1): (256, 2, 256, 2, 1, 4, 1, -1),
-        (4096, 7168, 8): (128, 4, 256, 2, 1, 3, 1, -1),
-        (7168, 2048, 4): (32, 2, 128, 2, 1, 6, 1, -1),
+        (7168, 16384, 1): (256, 2, 256, 2, 1, 4, 1),
+        (4096, 7168, 8): (128, 4, 256, 2, 1, 3, 1),
+        (7168, 2048, 4): (32, 2, 128, 2, 1, 6, 1),
     },
     ('NVIDIA H200', 132, 4814, 60): {
-        (7168, 16384, 1): (256, 4, 256, 1, 2, 3, 1, -1),
-        (4096, 7168, 8): (32, 4, 128, 1, 1, 8, 1, -1),
-        (7168, 2048, 4): (32, 4, 128, 1, 1, 8, 1, -1),
+        (7168, 16384, 1): (256, 4, 256, 1, 2, 3, 1),
+        (4096, 7168, 8): (32, 4, 128, 1, 1, 8, 1),
+        (7168, 2048, 4): (32, 4, 128, 1, 1, 8, 1),
     },
     ('NVIDIA B200', 148, 8000, 126): {
-        (7168, 16384, 1): (256, 4, 256, 1, 2, 3, 1, -1),
-        (4096, 7168, 8): (32, 4, 128, 1, 1, 8, 1, -1),
-        (7168, 2048, 4): (32, 4, 128, 1, 1, 8, 1, -1),
+        (7168, 16384, 1): (256, 4, 256, 1, 2, 3, 1),
+        (4096, 7168, 8): (32, 4, 128, 1, 1, 8, 1),
+        (7168, 2048, 4): (32, 4, 128, 1, 1, 8, 1),
     },
 }
 
@@ -600,7 +561,7 @@ def choose_config(m: int, k: int, l: int) -> tuple:
     tpr = 32 if chunks >= 32 else (16 if chunks >= 16 else 8)
     # few rows of long K leave the GPU with one wave of long blocks: split K so the scheduler balances
     split = 4 if m * l <= 16384 and chunks % (4 * tpr) == 0 and chunks >= 8 * tpr else 1
-    return tpr, 2, 128, 2, 1, 1, split, -1
+    return tpr, 2, 128, 2, 1, 1, split
 
 
 _scratch: dict = {}
@@ -619,7 +580,7 @@ def _split_scratch(device, rows: int):
 def _plan(m: int, l: int, cfg: tuple, device):
     """The launch for one shape and configuration: a function of (a, b, sfa, sfb, c)."""
     ext = _ext()
-    partial, arrivals = _split_scratch(device, m * l if cfg[6] > 1 else 0)
+    partial, arrivals = _split_scratch(device, m * l if cfg[-1] > 1 else 0)
     return lambda a, b, sfa, sfb, c: ext.gemv(a, b, sfa, sfb, c, *cfg, partial, arrivals)
 
 

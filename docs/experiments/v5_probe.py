@@ -92,7 +92,7 @@ def main(configs):
         a, b, sfa, sfb, _, _, c = data
         for cfg in configs_for(case, configs):
             m, _, l = a.shape
-            partial, arrivals = v5._split_scratch(c.device, m * l if cfg[6] > 1 else 0)  # split-K scratch
+            partial, arrivals = v5._split_scratch(c.device, m * l if cfg[-1] > 1 else 0)  # split-K scratch
             row = []
             for name, mod in mods.items():
                 samples = timing.event_samples(lambda: mod.gemv(a, b, sfa, sfb, c, *cfg, partial, arrivals),

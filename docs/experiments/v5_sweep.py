@@ -58,7 +58,7 @@ def sweep_source(candidates=CANDIDATES) -> str:
     exec(re.search(r"^KERNELS = \[.*?\]$", src, re.S | re.M).group(0), namespace)
     kernels = sorted(set(map(tuple, candidates)) | set(namespace["KERNELS"]))
     src, n1 = re.subn(r"^KERNELS = \[.*?\]$", "KERNELS = " + repr(kernels), src, count=1, flags=re.S | re.M)
-    src, n2 = re.subn(r"^CONFIGS = .*$", "CONFIGS = [kernel + (1, -1) for kernel in KERNELS]", src, count=1, flags=re.M)
+    src, n2 = re.subn(r"^CONFIGS = .*$", "CONFIGS = [kernel + (1,) for kernel in KERNELS]", src, count=1, flags=re.M)
     src, n3 = re.subn(r'name="nvfp4_gemv_v5"', 'name="nvfp4_gemv_v5_sweep"', src, count=1)
     assert n1 == n2 == n3 == 1, "submission/v5.py changed shape: update docs/experiments/v5_sweep.py"
     return src
