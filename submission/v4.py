@@ -79,6 +79,31 @@ def half_to_f32(h2: cutlass.Int32, i: int, *, loc=None, ip=None) -> cutlass.Floa
     return cutlass.Float32(_asm(T.f32(), [cutlass.Int32(h2)], text, "=f,r", loc, ip))
 
 
+@dsl_user_op
+def load_words(address: cutlass.Int64, n: int, *, loc=None, ip=None) -> list:
+    """n (1 or 4) 32-bit words at a global address, read-only (ld.global.nc; 16 bytes: L1 not
+    allocated, 256-byte L2 prefetch, as v5 loads A), as an asm statement with side effects: ptxas then
+    keeps a tile's loads where the kernel issues them instead of sinking each into the decode."""
+    addr = [cutlass.Int64(address).ir_value(loc=loc, ip=ip)]
+    if n == 1:
+        return [cutlass.Int32(llvm.inline_asm(T.i32(), addr, "ld.global.nc.b32 $0, [$1];", "=r,l",
+                                              has_side_effects=True, is_align_stack=False,
+                                              asm_dialect=llvm.AsmDialect.AD_ATT))]
+    words = llvm.inline_asm(llvm.StructType.get_literal([T.i32()] * 4), addr,
+                            "ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l",
+                            has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+    return [cutlass.Int32(llvm.extractvalue(T.i32(), words, [i], loc=loc, ip=ip)) for i in range(4)]
+
+
+def load_tile_words(words, index, tile) -> None:
+    """words[index..] = the K tile's 8 words of codes (a slice of 8 Int32 in global memory), as two
+    16-byte loads. Traced inline."""
+    address = tile.iterator.toint()
+    for half in range(2):
+        for i, w in enumerate(load_words(address + 16 * half, 4)):
+            words[index(4 * half + i)] = w
+
+
 def scales4(word: cutlass.Int32) -> list:
     """The 4 e4m3 scales of one row and one K tile (one 32-bit word of the scales) as f32."""
     pairs = [e4m3_pair(word, 0), e4m3_pair(word, 1)]
@@ -145,8 +170,8 @@ def load_rows(rows_at: tuple, a_words, sfa_words, k_tile) -> None:
     Traced inline (no control flow)."""
     gA32, mSFA, r0, row0, tile, bidz, rows = rows_at
     for r in range(rows):
-        a_words[r, None].store(gA32[r0 + r, None, tile, k_tile, bidz].load())
-        sfa_words[r] = mSFA[row0 + r, k_tile, bidz]
+        load_tile_words(a_words, lambda i: (r, i), gA32[r0 + r, None, tile, k_tile, bidz])
+        sfa_words[r] = load_words((mSFA.iterator + mSFA.layout((row0 + r, k_tile, bidz))).toint(), 1)[0]
 
 
 def compute_tile(acc, a_words, sfa_words, b_words, sfb_word, lo, rows: int, hw: bool) -> None:
@@ -254,8 +279,8 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
         b_words = cute.make_rmem_tensor(cute.make_layout((TILE_K // 8,)), cutlass.Int32)
         sfb_word = cute.make_rmem_tensor(cute.make_layout((1,)), cutlass.Int32)
         for k_tile in range(kq, k_tiles, tk):
-            b_words.store(gB32[0, None, 0, k_tile, bidz].load())
-            sfb_word[0] = mSFB[0, k_tile, bidz]
+            load_tile_words(b_words, lambda i: i, gB32[0, None, 0, k_tile, bidz])
+            sfb_word[0] = load_words((mSFB.iterator + mSFB.layout((0, k_tile, bidz))).toint(), 1)[0]
             load_rows(rows_at, a_words, sfa_words, k_tile)
             compute_tile(acc, a_words, sfa_words, b_words, sfb_word[0], lo, rows, hw)
 
@@ -299,7 +324,8 @@ def scale_words(ptr: cute.Pointer, mn: int, k: int, l: int) -> cute.Tensor:
 @cute.jit
 def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointer, sfb_ptr: cute.Pointer,
               c_ptr: cute.Pointer, problem_size: tuple, tk: cutlass.Constexpr, rows: cutlass.Constexpr,
-              hw: cutlass.Constexpr, threads: cutlass.Constexpr, shared: cutlass.Constexpr):
+              hw: cutlass.Constexpr, threads: cutlass.Constexpr, shared: cutlass.Constexpr,
+              min_blocks: cutlass.Constexpr):
     m, _, k, l = problem_size
     n_padded_128 = 128  # b and sfb are padded to 128 rows (row 0 is the vector)
     kw = cute.assume(k // 8, divby=8)  # 32-bit words of 8 codes per row (k % 64 == 0): rows stay 16-byte aligned, so loads vectorise
@@ -310,7 +336,8 @@ def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointe
     c = cute.make_tensor(c_ptr, cute.make_layout((m, 1, l), stride=(1, 1, m)))
     ctas_per_tile = TILE_M // ((threads // tk) * rows)
     kernel(a32, b32, sfa, sfb, c, tk, rows, hw, threads, shared).launch(
-        grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l), block=[threads, 1, 1], cluster=(1, 1, 1))
+        grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l), block=[threads, 1, 1], cluster=(1, 1, 1),
+        min_blocks_per_mp=min_blocks)
 
 
 _compiled = {}
@@ -321,12 +348,15 @@ def hardware_fp4() -> bool:
     return torch.cuda.get_device_capability()[0] >= 10
 
 
-def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: int = 128, shared: int = 0):
+def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: int = 128, shared: int = 0,
+                   min_blocks: int = 0):
     """Compile once per (decode path, threads per row, rows per thread, threads per CTA, vector decoded
-    once per CTA into shared memory) and cache; the first call compiles."""
-    key = (hw, tk, rows, threads, shared)
+    once per CTA into shared memory, CTAs per SM the registers must allow: 0 leaves ptxas free) and
+    cache; the first call compiles."""
+    key = (hw, tk, rows, threads, shared, min_blocks)
     if key not in _compiled:
-        _compiled[key] = cute.compile(my_kernel, *pointers((0,) * 5), (0, 0, 0, 0), tk, rows, hw, threads, shared)
+        _compiled[key] = cute.compile(my_kernel, *pointers((0,) * 5), (0, 0, 0, 0), tk, rows, hw, threads, shared,
+                                      min_blocks)
     return _compiled[key]
 
 
@@ -387,6 +417,12 @@ CONFIGS += [(tk, rows, 256, 0) for tk in (32, 64, 128, 256) for rows in (2, 4)]
 # the vector decoded once per CTA (several row groups per CTA) into shared memory
 CONFIGS += [(tk, rows, 128, 1) for tk in (16, 32, 64) for rows in (2, 4)]
 CONFIGS += [(tk, rows, 256, 1) for tk in (32, 64, 128) for rows in (2, 4)]
+# with a register cap (CTAs per SM): ptxas then keeps a K tile's loads together (uncapped, it spreads
+# a 4-row tile's loads through the decode to save registers: 61 registers, 3 waits on memory)
+CONFIGS += [(256, 4, 256, 0, 2), (256, 4, 256, 0, 3), (128, 4, 128, 0, 4), (128, 4, 128, 0, 6),
+            (64, 4, 128, 0, 6), (128, 4, 256, 1, 3),
+            (32, 4, 128, 1, 6), (32, 4, 128, 1, 8), (64, 4, 128, 1, 6), (16, 4, 128, 1, 6),
+            (16, 2, 128, 1, 8), (32, 2, 128, 1, 8)]
 
 
 def device_key() -> tuple:
