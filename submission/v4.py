@@ -7,16 +7,18 @@ sm_100 the FP4 codes become int8 through a byte lookup (prmt, whose sign-replica
 positive and negative codes) and int8 dot products (dp4a), exact; sm_100+ keeps the hardware cvt and
 fma.rn.f16x2. Rows are declared 16-byte aligned (cute.assume), so A and b load as ld.global.v4; each
 thread loads one K tile (A, the vector, and one 32-bit word of 4 scales per row) before decoding it.
-v4.5 (this version): the plain scale layout instead of the permuted one (a row's scale words for
-consecutive K tiles are consecutive, so a warp's scale loads coalesce; permuted, each lane's word was
-its own 32-byte sector); the prmt table's low word pinned in an ordinary register (as a literal ptxas
-copied it from a uniform register before every prmt: 145 extra IMAD in a 4-row loop; registers 72 ->
-61); a tile option that decodes the vector once per CTA into shared memory (taken for case 3 on the
-H200). Tiles per device (TUNED, keyed by device_key(); `python -m eval tune submission/v4.py
---write`); the compiled kernel's arguments are packed once per tile and shape (host cost 9-14 us a
-call). Measured (`make rank`, 2026-11-22, floors in the same call): H100 33.65 / 57.43 / 19.23 us =
-1.21 / 1.13 / 1.17 x the read floor (v4.3: 36.07 / 58.80 / 19.99); H200 26.04 / 44.25 / 15.92 us =
-1.20 / 1.17 / 1.18 x (v4.3: 28.66 / 48.60 / 17.09); see docs/perf-notes.md (ninth session).
+v4.5: the plain scale layout instead of the permuted one (a row's scale words for consecutive K tiles
+are consecutive, so a warp's scale loads coalesce); the prmt table's low word pinned in an ordinary
+register (as a literal ptxas copied it before every prmt); a tile option that decodes the vector once
+per CTA into shared memory. v4.6 (this version): every load is v5's instruction (ld.global.nc; 16-byte
+pieces with L1 no-allocate and a 256-byte L2 prefetch) instead of a plain ld.global, and a tile may
+cap registers (fifth element, CTAs per SM), which makes ptxas keep a 4-row tile's loads together
+instead of spreading them through the decode. Tiles per device (TUNED, keyed by device_key(); `python
+-m eval tune submission/v4.py --write`); the compiled kernel's arguments are packed once per tile and
+shape (host cost 9-14 us a call). Measured (`make rank`, 2026-11-22, floors in the same call): H100
+29.80 / 52.81 / 17.13 us = 1.07 / 1.04 / 1.04 x the read floor (v4.5: 33.65 / 57.43 / 19.23); H200
+23.28 / 40.84 / 14.62 us = 1.08 / 1.09 / 1.10 x (v4.5: 25.98 / 43.92 / 15.93); see docs/perf-notes.md
+(tenth session).
 """
 import ctypes
 import math
@@ -325,7 +327,7 @@ def scale_words(ptr: cute.Pointer, mn: int, k: int, l: int) -> cute.Tensor:
 def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointer, sfb_ptr: cute.Pointer,
               c_ptr: cute.Pointer, problem_size: tuple, tk: cutlass.Constexpr, rows: cutlass.Constexpr,
               hw: cutlass.Constexpr, threads: cutlass.Constexpr, shared: cutlass.Constexpr,
-              min_blocks: cutlass.Constexpr):
+              min_blocks: cutlass.Constexpr, carveout: cutlass.Constexpr):
     m, _, k, l = problem_size
     n_padded_128 = 128  # b and sfb are padded to 128 rows (row 0 is the vector)
     kw = cute.assume(k // 8, divby=8)  # 32-bit words of 8 codes per row (k % 64 == 0): rows stay 16-byte aligned, so loads vectorise
@@ -337,7 +339,7 @@ def my_kernel(a32_ptr: cute.Pointer, b32_ptr: cute.Pointer, sfa_ptr: cute.Pointe
     ctas_per_tile = TILE_M // ((threads // tk) * rows)
     kernel(a32, b32, sfa, sfb, c, tk, rows, hw, threads, shared).launch(
         grid=(cute.ceil_div(m, TILE_M) * ctas_per_tile, 1, l), block=[threads, 1, 1], cluster=(1, 1, 1),
-        min_blocks_per_mp=min_blocks)
+        min_blocks_per_mp=min_blocks, preferred_smem_carveout=carveout)
 
 
 _compiled = {}
@@ -355,8 +357,16 @@ def compile_kernel(hw: bool, tk: int = THREADS_PER_ROW, rows: int = 1, threads: 
     cache; the first call compiles."""
     key = (hw, tk, rows, threads, shared, min_blocks)
     if key not in _compiled:
+        # with a register cap the DSL sizes the shared-memory carveout from a device query, which needs
+        # CUDA initialised (a fresh process has not); with no device, the driver's default carveout (-1)
+        carveout = None
+        if min_blocks > 1:
+            if torch.cuda.is_available():
+                torch.cuda.init()
+            else:
+                carveout = -1
         _compiled[key] = cute.compile(my_kernel, *pointers((0,) * 5), (0, 0, 0, 0), tk, rows, hw, threads, shared,
-                                      min_blocks)
+                                      min_blocks, carveout)
     return _compiled[key]
 
 
