@@ -399,7 +399,8 @@ def check_scale_strides(data: input_t) -> None:
 
 # Tiles per device, keyed by what the device reports (device_key(): name, SMs, memory bandwidth GB/s,
 # L2 MiB), then by (m, k, l): (threads per row, rows per thread, threads per CTA, vector decoded once
-# per CTA into shared memory: 0 or 1; the hardware path, whose decode is one cvt a pair, ignores it).
+# per CTA into shared memory: 0 or 1, the hardware path, whose decode is one cvt a pair, ignores it;
+# optionally CTAs per SM the registers must allow).
 # Rows come from `python -m eval tune submission/v4.py --write` on that GPU (docs/perf-notes.md); a GPU not listed
 # takes the row of the listed one nearest in bandwidth per SM, a shape not listed choose_config's rule.
 # A CTA covers at most one 128-row tile: (threads / threads per row) x rows per thread <= 128.
