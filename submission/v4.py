@@ -83,9 +83,10 @@ def half_to_f32(h2: cutlass.Int32, i: int, *, loc=None, ip=None) -> cutlass.Floa
 
 @dsl_user_op
 def load_words(address: cutlass.Int64, n: int, *, loc=None, ip=None) -> list:
-    """n (1 or 4) 32-bit words at a global address, read-only (ld.global.nc; 16 bytes: L1 not
-    allocated, 256-byte L2 prefetch, as v5 loads A), as an asm statement with side effects: ptxas then
-    keeps a tile's loads where the kernel issues them instead of sinking each into the decode."""
+    """n (1 or 4) 32-bit words at a global address, read-only: v5's load instruction (ld.global.nc; for
+    16 bytes L1 not allocated and a 256-byte L2 prefetch), measured 7-11 % faster than the plain
+    ld.global the tensor loads emit. (Where ptxas places the loads is set by the tile's register cap,
+    not by this: docs/perf-notes.md, tenth session.)"""
     addr = [cutlass.Int64(address).ir_value(loc=loc, ip=ip)]
     if n == 1:
         return [cutlass.Int32(llvm.inline_asm(T.i32(), addr, "ld.global.nc.b32 $0, [$1];", "=r,l",
@@ -97,13 +98,15 @@ def load_words(address: cutlass.Int64, n: int, *, loc=None, ip=None) -> list:
     return [cutlass.Int32(llvm.extractvalue(T.i32(), words, [i], loc=loc, ip=ip)) for i in range(4)]
 
 
-def load_tile_words(words, index, tile) -> None:
-    """words[index..] = the K tile's 8 words of codes (a slice of 8 Int32 in global memory), as two
-    16-byte loads. Traced inline."""
+def tile_words(tile) -> list:
+    """A K tile's 8 words of codes (a slice of 8 Int32 in global memory), as two 16-byte loads."""
     address = tile.iterator.toint()
-    for half in range(2):
-        for i, w in enumerate(load_words(address + 16 * half, 4)):
-            words[index(4 * half + i)] = w
+    return load_words(address, 4) + load_words(address + 16, 4)
+
+
+def scale_word(scales: cute.Tensor, coord: tuple) -> cutlass.Int32:
+    """One 32-bit word of scales (a row's 4 scales of one K tile) at coord."""
+    return load_words((scales.iterator + scales.layout(coord)).toint(), 1)[0]
 
 
 def scales4(word: cutlass.Int32) -> list:
@@ -172,8 +175,9 @@ def load_rows(rows_at: tuple, a_words, sfa_words, k_tile) -> None:
     Traced inline (no control flow)."""
     gA32, mSFA, r0, row0, tile, bidz, rows = rows_at
     for r in range(rows):
-        load_tile_words(a_words, lambda i: (r, i), gA32[r0 + r, None, tile, k_tile, bidz])
-        sfa_words[r] = load_words((mSFA.iterator + mSFA.layout((row0 + r, k_tile, bidz))).toint(), 1)[0]
+        for i, word in enumerate(tile_words(gA32[r0 + r, None, tile, k_tile, bidz])):
+            a_words[r, i] = word
+        sfa_words[r] = scale_word(mSFA, (row0 + r, k_tile, bidz))
 
 
 def compute_tile(acc, a_words, sfa_words, b_words, sfb_word, lo, rows: int, hw: bool) -> None:
@@ -281,8 +285,9 @@ def kernel(mA32: cute.Tensor, mB32: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
         b_words = cute.make_rmem_tensor(cute.make_layout((TILE_K // 8,)), cutlass.Int32)
         sfb_word = cute.make_rmem_tensor(cute.make_layout((1,)), cutlass.Int32)
         for k_tile in range(kq, k_tiles, tk):
-            load_tile_words(b_words, lambda i: i, gB32[0, None, 0, k_tile, bidz])
-            sfb_word[0] = load_words((mSFB.iterator + mSFB.layout((0, k_tile, bidz))).toint(), 1)[0]
+            for i, word in enumerate(tile_words(gB32[0, None, 0, k_tile, bidz])):
+                b_words[i] = word
+            sfb_word[0] = scale_word(mSFB, (0, k_tile, bidz))
             load_rows(rows_at, a_words, sfa_words, k_tile)
             compute_tile(acc, a_words, sfa_words, b_words, sfb_word[0], lo, rows, hw)
 
