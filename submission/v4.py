@@ -10,10 +10,11 @@ thread loads one K tile (A, the vector, and one 32-bit word of 4 scales per row)
 v4.5: the plain scale layout instead of the permuted one (a row's scale words for consecutive K tiles
 are consecutive, so a warp's scale loads coalesce); the prmt table's low word pinned in an ordinary
 register (as a literal ptxas copied it before every prmt); a tile option that decodes the vector once
-per CTA into shared memory. v4.6 (this version): every load is v5's instruction (ld.global.nc; 16-byte
-pieces with L1 no-allocate and a 256-byte L2 prefetch) instead of a plain ld.global, and a tile may
-cap registers (fifth element, CTAs per SM), which makes ptxas keep a 4-row tile's loads together
-instead of spreading them through the decode. Tiles per device (TUNED, keyed by device_key(); `python
+per CTA into shared memory. v4.6 (this version): the rows' A and scale words, and on the per-thread
+path the vector and its scale word, load with v5's instruction (ld.global.nc; 16-byte pieces with L1
+no-allocate and a 256-byte L2 prefetch) instead of a plain ld.global (the shared-vector path still
+loads its slab of the vector plainly), and a tile may cap registers (fifth element, CTAs per SM),
+which makes ptxas keep a 4-row tile's loads together instead of spreading them through the decode. Tiles per device (TUNED, keyed by device_key(); `python
 -m eval tune submission/v4.py --write`); the compiled kernel's arguments are packed once per tile and
 shape (host cost 9-14 us a call). Measured (`make rank`, 2026-11-22, floors in the same call): H100
 29.80 / 52.81 / 17.13 us = 1.07 / 1.04 / 1.04 x the read floor (v4.5: 33.65 / 57.43 / 19.23); H200
