@@ -21,8 +21,13 @@ WRITABLE_INPUTS = (6,)  # c, pre-filled with random values
 DISTRIBUTIONS = ("leaderboard", "stress", "quantized")
 DIST_ENV = "NVFP4_GEMV_DIST"  # reference.generate_input's default distribution
 WORKER_ENV = (DIST_ENV,)
-A_CHUNKS = 64  # 16-byte chunks of a overwritten per run, at a random phase
+A_CHUNKS = 64  # 16-byte chunks of a overwritten per run, each at a random phase of its own
 CHUNK = 16
+SCALE_CANDIDATES = 512  # 4-byte scale chunks of sfa that a run may overwrite (fixed per case) ...
+SCALE_PICKS = 16  # ... and how many of them each run overwrites (both layouts, the same bytes)
+VECTOR_SCALE_PICKS = 8  # 4-byte chunks of the vector's scales (sfb row 0) overwritten per run
+SCALE_VALUES = {"leaderboard": [0x00, 0x38, 0x40],  # e4m3 0, 1, 2: the leaderboard's scales
+                "stress": list(range(0x01, 0x40)), "quantized": list(range(0x01, 0x7F))}
 N_PADDED = 128  # rows of b and sfb; row 0 is the vector
 FULL_RANGE = {"dist": "stress"}  # every FP4 code in both nibbles, scales over the e4m3 range
 NARROW_NOTE = ("correct only on narrow data: right on the leaderboard's inputs (FP4 high nibble 0, scales 0..2) "
@@ -48,18 +53,55 @@ def validate_case(args: dict) -> None:
         raise ValueError(f"dist {args['dist']!r} is not one of {', '.join(DISTRIBUTIONS)}")
 
 
-def canary_regions(args: dict) -> list[list[int]]:
-    """[arg, offset, pitch, width, height, jitter, mask] byte regions of the inputs' storages:
-    the whole vector b[0, :, l] for every l, and A_CHUNKS chunks of a spread over all of it."""
+def canary_regions(args: dict) -> list:
+    """Input bytes overwritten with fresh random values (of the case's distribution) right before
+    each start event, in eval/worker/native.cpp's region format: the whole vector b[0, :, l] for
+    every l; A_CHUNKS 16-byte chunks spread over all of a, each at a phase of its own; and 4-byte
+    chunks of the scales (SCALE_PICKS of sfa, VECTOR_SCALE_PICKS of the vector's sfb row), written
+    with the same bytes in the plain and the permuted layout."""
     m, k, l = args["m"], args["k"], args["l"]
-    mask = 0x03 if dist_of(args) == "leaderboard" else 0xFF  # leaderboard bytes are 0..3
+    dist = dist_of(args)
+    mask = 0x03 if dist == "leaderboard" else 0xFF  # leaderboard bytes are 0..3
     half = k // 2
-    regions = [[1, 0, N_PADDED * half, half, l, 0, mask]]  # b's storage is [l, 128, k/2]
+    regions: list = [[1, 0, N_PADDED * half, half, l, 0, mask]]  # b's storage is [l, 128, k/2]
     total = m * l * half  # a's storage is [l, m, k/2]
     height = min(A_CHUNKS, total // CHUNK)
     pitch = (total // height) // CHUNK * CHUNK
     regions.append([0, 0, pitch, CHUNK, height, pitch - CHUNK, mask])
+    sf_k = k // 16
+    if m % 128 or sf_k % 4:
+        return regions  # no permuted layout: the scales stay as generated
+    values = SCALE_VALUES[dist]
+    import random
+
+    chosen = random.Random(args["seed"]).sample(range(l * m * (sf_k // 4)), min(SCALE_CANDIDATES, l * m * (sf_k // 4)))
+    sfa = [divmod(divmod(c, sf_k // 4)[0], m) + (c % (sf_k // 4),) for c in chosen]  # (l, m, 4-chunk of k)
+    regions.append(_scale_table(2, [_plain(li, mi, rk, m, sf_k) for li, mi, rk in sfa], SCALE_PICKS, values))
+    regions.append(_scale_table(4, [_permuted(li, mi, rk, m, sf_k) for li, mi, rk in sfa], SCALE_PICKS, values,
+                                link=len(regions) - 1))
+    vector = [(li, 0, rk) for li in range(l) for rk in range(sf_k // 4)]
+    picks = min(VECTOR_SCALE_PICKS, len(vector))
+    regions.append(_scale_table(3, [_plain(li, 0, rk, N_PADDED, sf_k) for li, _, rk in vector], picks, values))
+    regions.append(_scale_table(5, [_permuted(li, 0, rk, N_PADDED, sf_k) for li, _, rk in vector], picks, values,
+                                link=len(regions) - 1))
     return regions
+
+
+def _scale_table(arg: int, offsets: list, picks: int, values: list, link: int = -1) -> dict:
+    return {"arg": arg, "width": 4, "offsets": offsets, "picks": picks, "values": values, "link": link}
+
+
+def _plain(li: int, mi: int, rk: int, rows: int, sf_k: int) -> int:
+    """Byte offset of scales [mi, 4rk:4rk+4, li] in the plain layout's storage [l, rows, sf_k]."""
+    return (li * rows + mi) * sf_k + rk * 4
+
+
+def _permuted(li: int, mi: int, rk: int, rows: int, sf_k: int) -> int:
+    """The same four scales in the permuted storage [l, rows/128, sf_k/4, 32, 4, 4] (row = rm*128 +
+    a*32 + b is stored at [l, rm, rk, b, a, :])."""
+    rm, within = divmod(mi, 128)
+    a, b = divmod(within, 32)
+    return ((((li * (rows // 128) + rm) * (sf_k // 4) + rk) * 32 + b) * 4 + a) * 4
 
 
 def bytes_moved(args: dict) -> int:

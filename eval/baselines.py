@@ -57,6 +57,18 @@ def measure_floors(cases: list[Case], options: modes.Options) -> tuple[dict, dic
                  "floors": floors}
 
 
+def ensure_floors(environment, cases: list[Case], options: modes.Options) -> list[Case]:
+    """Measure and cache this GPU's floors for the cases that have none (a GPU verdict needs them:
+    "faster than memory allows"); returns the cases measured."""
+    from eval import sol
+
+    missing = sol.missing_floors(environment.gpu, cases) if environment.cuda_available else []
+    if missing:
+        env, measured = measure_floors(missing, options)
+        sol.save_floors(env, measured)
+    return missing
+
+
 def baseline_for_cases(results: list, options: modes.Options) -> None:
     """Fill result.baseline for each passing case: the problem's baseline kernel's median and mean time."""
     problem = problem_folder.current()

@@ -233,12 +233,15 @@ def measure_floors(cases: list, options: modes.Options):
 
 def ensure_floors(environment, cases: list, options: modes.Options) -> None:
     """Measure this GPU's floors first when none are cached, so reports can show × floor and the
-    judge can fail results faster than memory allows."""
+    judge can fail results faster than memory allows (benchmark and leaderboard measure them
+    themselves too)."""
+    from eval import baselines
+
     missing = sol.missing_floors(environment.gpu, cases) if environment.cuda_available else []
     if missing:
         click.echo(f"no floor cached on {environment.gpu} for {len(missing)} case(s): measuring first "
                    "(python -m eval sol)", err=True)
-        measure_floors(missing, options)
+        baselines.ensure_floors(environment, missing, options)
 
 
 @main.command(name="sol")

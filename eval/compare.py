@@ -11,6 +11,7 @@ from pathlib import Path
 from eval import results
 from eval.cases import Case, ConfigError
 from eval.judge import modes
+from eval.judge.text import one_line
 from eval.stats import bootstrap_ratio, verdict
 
 
@@ -87,6 +88,15 @@ def _collect(sides: list[Side], case: Case, options: modes.Options, rounds: int,
             if not side.saved.get(case.spec):
                 raise KeyError(case.spec)
             collected[i] = list(side.saved[case.spec])
+    for side in sides:  # the same untimed checks as `test`, before any time is taken
+        if side.runner:
+            result = modes.new_case(case, options)
+            try:
+                modes.check_trial(side.runner, result, options)
+            except modes.WorkerFailure as failure:
+                result.fail(failure.reason)
+            if not result.passed:
+                raise modes.WorkerFailure(f"{side.name} on {case.label} fails the checks: {result.error}")
     # one discarded run per live side first (as the leaderboard's untimed call before a case): a
     # kernel's first launch (lazy load, JIT) is not part of either side's samples
     for round_size, keep in [(1, False)] + [(per_round, True)] * rounds:
@@ -109,7 +119,7 @@ def render(outcome: Outcome, fmt: str = "table") -> str:
     if fmt == "json":
         return json.dumps(dataclasses.asdict(outcome), indent=1)
     if outcome.error:
-        return f"compare failed: {outcome.error}"
+        return f"compare failed: {one_line(outcome.error)}"
     head = f"A = {outcome.a}\nB = {outcome.b}\nratio = B/A mean time (below 1: B faster), 95 % bootstrap interval"
     rows = [f"{'case':<22} {'A µs':>9} {'B µs':>9} {'B/A':>7} {'95% CI':>17}  verdict"]
     for c in outcome.cases:

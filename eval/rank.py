@@ -8,6 +8,7 @@ from pathlib import Path
 from eval import problem_folder, results, sol
 from eval.cases import Case
 from eval.judge import modes
+from eval.judge.text import for_markdown, one_line
 from eval.records import CaseResult
 
 MARKDOWN_PATH = results.RESULTS_DIR / "leaderboard.md"
@@ -50,7 +51,7 @@ def rank(subs: list[Path], tests: list[Case], benches: list[Case], options: mode
 
 
 def _first_failure(record) -> str:
-    return record.error or next(f"{c.label}: {c.error}" for c in record.cases if not c.passed)
+    return one_line(record.error or next(f"{c.label}: {c.error}" for c in record.cases if not c.passed))
 
 
 def _evaluate(sub: Path, tests: list[Case], benches: list[Case], options: modes.Options) -> Row:
@@ -79,13 +80,13 @@ def _cell(case: CaseResult) -> str:
 
 def markdown(ranked: list[Row], failed: list[Row], labels: list, gpu: str) -> str:
     head = ["#", "submission", *[f"{l} µs (× floor)" for l in labels], "geomean µs", f"speed-up vs {BASELINE}"]
-    lines = [f"Local leaderboard on {gpu}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [f"Local leaderboard on {for_markdown(gpu)}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, r in enumerate(ranked, 1):
         speed = f"{r.speedup:.1f}×" if r.speedup else "—"
-        lines.append("| " + " | ".join([str(i), r.name, *[_cell(c) for c in r.cases], f"{r.geomean_ns / 1e3:.2f}",
+        lines.append("| " + " | ".join([str(i), for_markdown(r.name), *[_cell(c) for c in r.cases], f"{r.geomean_ns / 1e3:.2f}",
                                          speed]) + " |")
     for r in failed:
-        lines.append(f"| — | {r.name} | skipped: {r.reason} |")
+        lines.append(f"| — | {for_markdown(r.name)} | skipped: {for_markdown(r.reason)} |")
     return "\n".join(lines)
 
 

@@ -1,4 +1,7 @@
-"""Turning a run record into text: a rich table, JSON, the leaderboard's popcorn lines, markdown."""
+"""Turning a run record into text: a rich table, JSON, the leaderboard's popcorn lines, markdown.
+
+Every text that may come from a submission (reasons, warnings, the profile table) is printed as data:
+one line (eval/judge/text.py), escaped for the format; the profile table's lines are indented."""
 from __future__ import annotations
 
 import io
@@ -8,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from eval import problem_folder
+from eval.judge.text import for_markdown, for_rich, one_line
 from eval.records import RunRecord
 from eval.stats import Stats
 
@@ -43,14 +47,15 @@ def notes(record: RunRecord) -> list[str]:
     """Warnings that belong under every format: sandbox gaps, static findings, narrow data."""
     lines = []
     if record.timing.emulated:
-        lines.append("EMULATED (--emulate-blackwell): " + "; ".join(record.timing.emulated)
+        lines.append("EMULATED (--emulate-blackwell): " + "; ".join(map(one_line, record.timing.emulated))
                      + ": a correctness verdict; these times are emulated, not B200 times")
-    missing = [f"{k}: {v}" for k, v in record.environment.sandbox.items() if v != "on" and not v.startswith("dropped")]
+    missing = [f"{one_line(k)}: {one_line(v)}" for k, v in record.environment.sandbox.items()
+               if not str(v).startswith(("on", "dropped", "n/a"))]
     if missing:
         lines.append("warning: worker sandbox incomplete (" + "; ".join(missing) + ")")
-    lines += [f"warning: {finding}" for finding in record.static]
+    lines += [f"warning: {one_line(finding)}" for finding in record.static]
     for case in record.cases:
-        lines += [f"warning {case.label}: {w}" for w in case.warnings]
+        lines += [f"warning {case.label}: {one_line(w)}" for w in case.warnings]
     return lines
 
 
@@ -59,14 +64,14 @@ def notes(record: RunRecord) -> list[str]:
 def popcorn(record: RunRecord) -> str:
     lines = [f"# {line}" for line in notes(record) if line.startswith("EMULATED")]
     if record.error:
-        return "\n".join([*lines, f"error: {record.error}", "check: fail"])
+        return "\n".join([*lines, f"error: {one_line(record.error)}", "check: fail"])
     if record.mode == "test":
         lines.append(f"test-count: {len(record.cases)}")
         for i, case in enumerate(record.cases):
             lines.append(f"test.{i}.spec: {case.spec}")
             lines.append(f"test.{i}.status: {case.status}")
             if not case.passed:
-                lines.append(f"test.{i}.error: {case.error}")
+                lines.append(f"test.{i}.error: {one_line(case.error)}")
     else:
         lines.append(f"benchmark-count: {len(record.cases)}")
         for i, case in enumerate(record.cases):
@@ -78,7 +83,7 @@ def popcorn(record: RunRecord) -> str:
                 lines.append(f"benchmark.{i}.report: {case.report!r}")
             else:
                 lines.append(f"benchmark.{i}.status: fail")
-                lines.append(f"benchmark.{i}.error: {case.error}")
+                lines.append(f"benchmark.{i}.error: {one_line(case.error)}")
     lines.append(f"check: {'pass' if record.passed else 'fail'}")
     return "\n".join(lines)
 
@@ -87,11 +92,11 @@ def popcorn(record: RunRecord) -> str:
 
 def table(record: RunRecord) -> str:
     console = Console(file=io.StringIO(), width=160, force_terminal=False, color_system=None)
-    title = f"{record.mode}: {record.submission}"
+    title = for_rich(f"{record.mode}: {record.submission}")
     if record.error:
-        console.print(f"{title}\nFAIL: {record.error}")
+        console.print(f"{title}\nFAIL: {one_line(record.error)}", markup=False)
         for line in notes(record):
-            console.print(line)
+            console.print(line, markup=False)
         console.print("check: fail")
         return console.file.getvalue()
     if record.mode == "test":
@@ -99,19 +104,21 @@ def table(record: RunRecord) -> str:
         for col in ("case", "status", "reason"):
             tab.add_column(col)
         for case in record.cases:
-            tab.add_row(case.label, case.status.upper(), case.error or "")
+            tab.add_row(for_rich(case.label), case.status.upper(), for_rich(one_line(case.error or "")))
         console.print(tab)
     elif record.mode == "profile":
         for case in record.cases:
-            console.print(f"== {case.label}: {case.status}")
-            console.print(case.report or case.error or "")
+            console.print(f"== {case.label}: {case.status}", markup=False)
+            body = case.report if case.report is not None else one_line(case.error or "")
+            for line in str(body).splitlines():  # the worker's text, indented: never a line of ours
+                console.print("  │ " + line.replace("\r", " "), markup=False, highlight=False)
     else:
         console.print(benchmark_table(record, title))
         label = score_label()
         console.print(f"{label}: {_us(record.geomean_ns)} µs" if record.geomean_ns else f"{label}: — (not every case passed)")
     for line in notes(record):
-        console.print(line)
-    console.print(timer_note(record))
+        console.print(line, markup=False)
+    console.print(timer_note(record), markup=False)
     console.print(f"check: {'pass' if record.passed else 'fail'}")
     return console.file.getvalue()
 
@@ -143,11 +150,11 @@ def benchmark_table(record: RunRecord, title: str) -> Table:
         tab.add_column(col, justify="left" if col == "case" else "right")
     for case in record.cases:
         if not case.passed:
-            tab.add_row(case.label, f"FAIL: {case.error}", *[""] * (len(columns) - 2))
+            tab.add_row(for_rich(case.label), for_rich(f"FAIL: {one_line(case.error)}"), *[""] * (len(columns) - 2))
             continue
         s, sol = case.stats, case.sol
         row = [
-            case.label, f"{s.mean / 1e3:.2f} ± {s.err / 1e3:.2f}", _us(s.median), _us(s.best), _us(s.worst), str(s.runs),
+            for_rich(case.label), f"{s.mean / 1e3:.2f} ± {s.err / 1e3:.2f}", _us(s.median), _us(s.best), _us(s.worst), str(s.runs),
             *([f"{sol.gb_s:.0f}" if sol else "—",
                f"{sol.pct_datasheet:.1f}" if sol and sol.pct_datasheet is not None else "—",
                f"{sol.x_floor:.2f}" if sol and sol.x_floor is not None else "—"] if memory else []),
@@ -165,19 +172,19 @@ def benchmark_table(record: RunRecord, title: str) -> Table:
 # -- markdown -------------------------------------------------------------------------------------
 
 def markdown(record: RunRecord) -> str:
-    lines = [f"**{record.mode}** `{record.submission}` — {timer_note(record)}",
-             *[f"_{line}_" for line in notes(record) if line.startswith("EMULATED")], ""]
+    lines = [f"**{record.mode}** {for_markdown(record.submission)} — {for_markdown(timer_note(record))}",
+             *[f"_{for_markdown(line)}_" for line in notes(record) if line.startswith("EMULATED")], ""]
     if record.error:
-        return "\n".join(lines + [f"FAIL: {record.error}"])
+        return "\n".join(lines + [f"FAIL: {for_markdown(record.error)}"])
     if record.mode == "test":
         lines += ["| case | status | reason |", "|---|---|---|"]
-        lines += [f"| {c.label} | {c.status} | {c.error or ''} |" for c in record.cases]
+        lines += [f"| {for_markdown(c.label)} | {c.status} | {for_markdown(c.error or '')} |" for c in record.cases]
         return "\n".join(lines)
     lines += ["| case | mean ± err µs | best µs | GB/s | % SOL | × floor |", "|---|---|---|---|---|---|"]
     nan = float("nan")
     for c in record.cases:
         if not c.passed:
-            lines.append(f"| {c.label} | FAIL: {c.error} | | | | |")
+            lines.append(f"| {for_markdown(c.label)} | FAIL: {for_markdown(c.error)} | | | | |")
             continue
         s, sol = c.stats, c.sol
         lines.append(
@@ -186,5 +193,5 @@ def markdown(record: RunRecord) -> str:
             f"{sol.x_floor if sol and sol.x_floor is not None else nan:.2f} |"
         )
     lines.append(f"\n{score_label()}: {_us(record.geomean_ns)} µs")
-    lines += notes(record)
+    lines += [for_markdown(line) for line in notes(record)]
     return "\n".join(lines)

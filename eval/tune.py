@@ -20,6 +20,7 @@ from pathlib import Path
 
 from eval.cases import Case
 from eval.judge import modes
+from eval.judge.text import one_line
 from eval.records import size_values
 
 
@@ -55,13 +56,17 @@ def tune(sub: Path, cases: list[Case], options: modes.Options, runs: int = 100) 
             for config in configs:
                 result = modes.new_case(case, options)
                 try:
+                    modes.check_trial(runner, result, options, config)  # the untimed checks of `test`
+                    if not result.passed:
+                        rows.append((float("inf"), config, f"WRONG: {one_line(result.error)}"[:90]))
+                        continue
                     params = modes.runs_params(result.args, options, (runs, modes.NO_LIMIT), fresh_seeds=False)
                     reply = runner.call("runs", {"args": result.args, "params": params, "config": config})
                     samples, reason = modes.judge_runs(reply, result.args)
-                    rows.append((float("inf"), config, f"WRONG: {reason}"[:90]) if reason
+                    rows.append((float("inf"), config, f"WRONG: {one_line(reason)}"[:90]) if reason
                                 else (statistics.median(samples), config, ""))
                 except modes.WorkerFailure as failure:
-                    rows.append((float("inf"), config, f"skip: {failure.reason}"[:90]))
+                    rows.append((float("inf"), config, f"skip: {one_line(failure.reason)}"[:90]))
             rows.sort(key=lambda r: r[0])
             if rows and rows[0][0] != float("inf"):
                 best[size_values(case.args)] = tuple(rows[0][1]) if isinstance(rows[0][1], list) else rows[0][1]

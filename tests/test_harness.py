@@ -109,7 +109,7 @@ def test_run_measures_floors_when_none_cached(monkeypatch, results_dir):
     """make eval on a GPU with no cached floors measures them before benchmarking."""
     from click.testing import CliRunner
 
-    from eval import cli, sol
+    from eval import baselines, cli, sol
 
     from eval.records import Environment, RunRecord
 
@@ -117,7 +117,8 @@ def test_run_measures_floors_when_none_cached(monkeypatch, results_dir):
     calls = []
     monkeypatch.setattr(cli.modes, "run_tests", lambda *a, **k: RunRecord(mode="test", submission="x", passed=True,
                                                                           environment=env))
-    monkeypatch.setattr(cli, "measure_floors", lambda cases, options: calls.append(len(cases)))
+    monkeypatch.setattr(baselines, "measure_floors", lambda cases, options: calls.append(len(cases)) or (env, {}))
+    monkeypatch.setattr(sol, "save_floors", lambda env, measured: None)
     monkeypatch.setattr(cli, "_benchmark", lambda *a, **k: RunRecord(mode="benchmark", submission="x", passed=True))
     result = CliRunner().invoke(cli.main, ["run", str(TORCH_REF)])
     assert result.exit_code == 0, result.output

@@ -19,10 +19,10 @@ import os, sys, torch
 from eval.worker import build
 native = build.load(sys.argv[1])
 key_fd, reply_fd = int(sys.argv[2]), int(sys.argv[3])
-native.open_channel(key_fd, reply_fd, "")
+native.open_channel(key_fd, reply_fd, "", False, 4.0, False)
 native.reply("n1", "ready", "hello")
 for call in (lambda: native.reply("n1", "text", "again"), lambda: native.reply("n2", "runs", "{}"),
-             lambda: native.open_channel(key_fd, reply_fd, "")):
+             lambda: native.open_channel(key_fd, reply_fd, "", False, 4.0, False)):
     try:
         call()
         print("ALLOWED")
@@ -115,7 +115,8 @@ def test_a_reply_that_contradicts_its_canary_seed_fails_the_case():
     data = verdict.apply_canary(generate_input(**args), regions, {"seed": "77", "starts": good})
     assert len(data) == 7
     with pytest.raises(channel.WorkerFailure, match="reply failed authentication"):
-        verdict.apply_canary(generate_input(**args), regions, {"seed": "77", "starts": [good[0], good[1] + 16]})
+        verdict.apply_canary(generate_input(**args), regions,
+                                 {"seed": "77", "starts": [good[0], [good[1][0] + 16, *good[1][1:]], *good[2:]]})
 
 
 def test_native_part_formats_without_iostreams():

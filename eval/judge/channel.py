@@ -5,8 +5,16 @@ The worker is `python -m eval.worker` with three pipes: requests (judge -> worke
 replies (worker -> judge, a frame of JSON header + bytes + HMAC-SHA256, never unpickled) and a
 one-shot pipe that carries the 32-byte key to the compiled part before the submission is imported.
 A reply whose MAC, nonce or echoed parameters do not match what we asked is a tampered channel and
-fails the run. The worker runs in its own process group (killed whole), with a scrubbed environment,
-its stdout/stderr in a log file, and (as root) an unprivileged uid where the tree is readable by it.
+fails the run; a reply larger than its request can produce is refused before it is read.
+
+Each worker starts isolated and leaves nothing behind: `python -I -B` (no PYTHONPATH, user site or
+bytecode writes; the harness and problem paths are passed explicitly), a private folder (HOME, TMPDIR,
+every tool cache) created for it and deleted when it closes, its build caches copied in from the
+judge's build cache (eval/judge/build_cache.py), its own session (which no process of it can leave:
+the sandbox refuses setsid) killed whole, and, as root, a uid of its own where the tree is readable
+by one (every process of that uid is killed at the end too). What the judge believes about
+the worker (its sandbox layers, whether CUDA works in it, what is emulated) comes from the signed
+`hello` reply the worker sends before any of the submission exists; later words are informational.
 """
 from __future__ import annotations
 
@@ -30,14 +38,18 @@ from pathlib import Path
 
 from eval import problem_folder
 from eval.cases import ROOT
+from eval.judge import build_cache, text
 from eval.worker import build
 
-DEFAULT_LOAD_TIMEOUT_S = 900.0  # first import of a submission may compile (load_inline ~70 s, CuTe)
-REPLY_KINDS = {"load": "ready", "trial": "trial", "runs": "runs", "baseline": "runs", "profile": "text",
-               "configs": "text"}
-MAX_HEADER = 256 << 20
-MAX_BLOB = 4 << 30
-NOBODY = 65534
+DEFAULT_LOAD_TIMEOUT_S = 900.0  # the build limit: an import may take this long while compilers run under it
+REPLY_KINDS = {"hello": "hello", "load": "ready", "trial": "trial", "runs": "runs", "baseline": "runs",
+               "profile": "text", "configs": "text"}
+TEXT_HEADER_LIMIT = 16 << 20  # a reply without measurements (hello, ready, text, error)
+COMPILERS = {"nvcc", "cicc", "ptxas", "ninja", "cc1plus", "cc1", "g++", "gcc", "c++", "cc", "ld", "collect2",
+             "cudafe++", "fatbinary", "nvlink", "as", "clang", "clang++", "nvdisasm", "cuobjdump"}
+WORKER_UIDS = (1_000_000_000, 100_000_000)  # first uid and how many: a uid of its own for each worker
+BOOT = ("import os,sys,runpy;sys.path[:0]=os.environ['EVAL_WORKER_PATH'].split(os.pathsep);"
+        "runpy.run_module('eval.worker',run_name='__main__',alter_sys=True)")
 SANDBOX_LEVELS = ("full", "no-uid", "none")  # tried in order while CUDA does not work inside the worker
 _LEVEL: list[str] = []  # the level that worked in this process
 ENV_PASSED = ("PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS",
@@ -82,17 +94,26 @@ def _readable_by_others(path: Path) -> bool:
 
 
 def worker_uid(submission: Path | None) -> int | None:
-    """As root: the unprivileged uid the worker runs as, if it can read everything it needs."""
+    """As root: a fresh unprivileged uid for one worker (no other process has it: no other worker
+    can signal it or read its files), if that uid can read everything the worker needs."""
     if os.geteuid() != 0 or os.environ.get("EVAL_WORKER_UID") == "0":
         return None
     import torch
 
     needed = [Path(sys.executable), Path(os.__file__).parent, Path(torch.__file__).parent,
               problem_folder.current().root / "reference.py", ROOT / "eval" / "worker" / "driver.py"]
-    needed += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    needed += [Path(p) for p in _user_paths()]
     if submission:
         needed.append(Path(submission))
-    return NOBODY if all(_readable_by_others(p) for p in needed) else None
+    if not all(_readable_by_others(p) for p in needed):
+        return None
+    first, count = WORKER_UIDS
+    return first + secrets.randbelow(count)
+
+
+def _user_paths() -> list[str]:
+    """The judge's PYTHONPATH entries (e.g. a staged CuTe DSL), passed to the worker explicitly."""
+    return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 
 
 @dataclasses.dataclass
@@ -120,48 +141,87 @@ def native() -> Native:
     return found
 
 
-def _worker_env(home: Path, scratch: Path) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Private:
+    """A worker's own folders, created for it and deleted when it closes: `root` (HOME, TMPDIR) and
+    `builds` (every tool's build cache: a copy of the judge's entry for this submission, at a path
+    that is the same for every worker of the submission, see build_cache.Slot)."""
+    root: Path
+    slot: build_cache.Slot
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
+
+    @property
+    def builds(self) -> Path:
+        return self.slot.path
+
+
+def _worker_env(private: Private, gpu: bool) -> dict:
     problem = problem_folder.current()
     passed = ENV_PASSED + tuple(problem.hook("WORKER_ENV", ()))
     env = {k: v for k, v in os.environ.items() if k in passed or k.startswith(ENV_PREFIXES)}
-    extra = os.environ.get("PYTHONPATH", "")
+    home, builds = private.home, private.builds
     env.update(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(problem.root), str(ROOT), extra])),  # the problem's files first
+        EVAL_WORKER_PATH=os.pathsep.join([str(problem.root), str(ROOT), *_user_paths()]),  # the problem's files first
         EVAL_PROBLEM_DIR=str(problem.root),
         PYTHONUNBUFFERED="1",
-        PYTHONDONTWRITEBYTECODE="1",
         HOME=str(home),
-        TMPDIR=str(scratch),
+        TMPDIR=str(private.tmp),
         XDG_CACHE_HOME=str(home / ".cache"),
-        TORCH_EXTENSIONS_DIR=str(home / "torch_extensions"),
-        TRITON_CACHE_DIR=str(home / "triton"),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        TORCH_EXTENSIONS_DIR=str(builds / "torch_extensions"),
+        TRITON_CACHE_DIR=str(builds / "triton"),
+        CUDA_CACHE_PATH=str(builds / "nv-compute-cache"),
+        CUTE_DSL_CACHE_DIR=str(builds / "cute_dsl"),
     )
+    arch = build_cache.gpu_arch()
+    if arch:
+        env.setdefault("TORCH_CUDA_ARCH_LIST", f"{arch[0]}.{arch[1]}+PTX")  # the same build flags with or without a GPU
+        env["EVAL_GPU_ARCH"] = f"{arch[0]}{arch[1]}"
+    if not gpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""  # a build-only worker: compilers, no GPU
     return env
 
 
-def _own(path: Path, uid: int | None) -> None:
-    if uid is not None:
-        os.chown(path, uid, uid)
+def _own_tree(path: Path, uid: int | None) -> None:
+    if uid is None:
+        return
+    for folder, dirs, files in os.walk(path):
+        for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            os.lchown(name, uid, uid)
 
 
 class WorkerProcess:
     """One worker process holding (at most) one imported submission."""
 
-    def __init__(self, submission: Path | None, log_path: Path, emulate: bool = False):
+    def __init__(self, submission: Path | None, log_path: Path, emulate: bool = False, gpu: bool = True):
         self.submission = Path(submission).resolve() if submission else None
         self.emulate = emulate  # --emulate-blackwell: stand-ins installed before the submission loads
+        self.gpu = gpu  # False: a build-only worker (no GPU visible), see build_cache.prebuild
         self.log_path = Path(log_path)
         self.process: subprocess.Popen | None = None
         self.key = b""
         self.request_fd = self.reply_fd = -1
-        self.scratch: Path | None = None
-        self.info: dict = {}
+        self.private: Private | None = None
+        self.uid: int | None = None
+        self.info: dict = {}  # the signed hello: what the judge believes about this worker
+        self.load_info: dict = {}  # the ready reply (informational: sent after the submission ran)
+        self.build_key: str | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def start(self, load_timeout: float = DEFAULT_LOAD_TIMEOUT_S) -> dict:
-        """Start the process and import the submission; returns the worker's ready info. Where the
-        judge has CUDA and the sandboxed worker has not, the worker is started again with less
-        sandbox (the report names what was left out)."""
+    def start(self, load_timeout: float = DEFAULT_LOAD_TIMEOUT_S, import_timeout: float | None = None) -> dict:
+        """Start the process and import the submission; returns the hello info. Where the judge has
+        CUDA and the sandboxed worker has not (the hello says so, before the submission exists), the
+        worker is started again with less sandbox (the report names what was left out).
+        import_timeout bounds the import, extended while compilers run under the worker up to
+        load_timeout (the build limit)."""
         import torch
 
         first = os.environ.get("EVAL_SANDBOX") or (_LEVEL[0] if _LEVEL else "full")  # the user's choice first
@@ -169,25 +229,33 @@ class WorkerProcess:
             raise WorkerFailure(f"EVAL_SANDBOX={first} is not one of {', '.join(SANDBOX_LEVELS)}")
         levels = SANDBOX_LEVELS[SANDBOX_LEVELS.index(first):]
         for level in levels:
-            info = self._start(load_timeout, level)
-            if info.get("cuda") or not torch.cuda.is_available():
+            info = self._hello(level)
+            if info.get("cuda") or not self.gpu or not torch.cuda.is_available():
                 _LEVEL[:] = [level]
+                self._load(import_timeout or load_timeout, load_timeout)
                 return info
             self.close()
         raise WorkerFailure("the worker cannot use CUDA even without its sandbox (see the worker log)")
 
-    def _start(self, load_timeout: float, level: str) -> dict:
+    def _hello(self, level: str) -> dict:
+        """Start the process; its first reply, signed before the submission is imported, is the
+        only source of what the judge believes about it."""
         self.close()
         make_judge_undumpable()
         lib = native()
-        uid = worker_uid(self.submission)
+        self.uid = uid = worker_uid(self.submission)
         root = build.cache_root()
-        home = root / f"worker-{uid if uid is not None else os.geteuid()}"
-        home.mkdir(parents=True, exist_ok=True)
-        _own(home, uid)
-        (root / "scratch").mkdir(exist_ok=True)
-        self.scratch = Path(tempfile.mkdtemp(prefix="w-", dir=root / "scratch"))
-        _own(self.scratch, uid)
+        (root / "workers").mkdir(parents=True, exist_ok=True)
+        os.chmod(root / "workers", 0o711)
+        self.build_key = build_cache.key(self.submission, self.emulate) if self.submission else "harness"
+        self.private = private = Private(Path(tempfile.mkdtemp(prefix="w-", dir=root / "workers")),
+                                         build_cache.Slot(self.build_key))
+        for folder in (private.home, private.tmp):
+            folder.mkdir()
+        if self.submission:
+            build_cache.seed(self.build_key, private.builds)
+        for folder in (private.root, private.builds):
+            _own_tree(folder, uid)
         self.key = secrets.token_bytes(32)
         key_r, key_w = os.pipe()
         os.write(key_w, self.key)
@@ -195,46 +263,59 @@ class WorkerProcess:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        writable = [str(self.scratch), str(home), "/dev"]
-        cmd = [sys.executable, "-m", "eval.worker", str(req_r), str(rep_w), str(key_r), str(lib.path), level,
+        writable = [str(private.root), str(private.builds), "/dev"]
+        cmd = [sys.executable, "-I", "-B", "-c", BOOT, str(req_r), str(rep_w), str(key_r), str(lib.path), level,
                str(uid if uid is not None else -1), *writable]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 cmd, pass_fds=(req_r, rep_w, key_r), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                env=_worker_env(home, self.scratch), cwd=str(self.scratch), start_new_session=True,
+                env=_worker_env(private, self.gpu), cwd=str(private.tmp), start_new_session=True,
             )
         for fd in (req_r, rep_w, key_r):
             os.close(fd)
         self.request_fd, self.reply_fd = req_w, rep_r
-        reply = self.request("load", {"submission": str(self.submission) if self.submission else None,
-                                      "emulate": self.emulate}, load_timeout)
-        self.info = json.loads(reply.header.get("text") or "{}")
+        reply = self.request("hello", {"emulate": self.emulate}, DEFAULT_HELLO_TIMEOUT_S)
+        self.info = _parse_info(reply.header.get("text"))
         return self.info
+
+    def _load(self, import_timeout: float, build_limit: float) -> None:
+        started = time.monotonic()
+        reply = self.request("load", {"submission": str(self.submission) if self.submission else None},
+                             import_timeout, build_limit=build_limit)
+        self.load_info = _parse_info(reply.header.get("text"))
+        self.load_info["load_s"] = round(time.monotonic() - started, 2)
+        if self.submission and self.private:
+            build_cache.store(self.build_key, self.private.builds)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
     def close(self) -> None:
-        if self.process is None:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.process.wait(timeout=30)
-        for fd in (self.request_fd, self.reply_fd):
+        """Kill the worker's whole process group (and every process of its own uid), then delete its
+        private folders."""
+        if self.process is not None:
             try:
-                os.close(fd)
-            except OSError:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
                 pass
-        if self.scratch:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-        self.process, self.scratch, self.request_fd, self.reply_fd = None, None, -1, -1
+            _kill_rest(self.process.pid, self.uid)
+            self.process.wait(timeout=30)
+            for fd in (self.request_fd, self.reply_fd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        if self.private:
+            shutil.rmtree(self.private.root, ignore_errors=True)
+            self.private.slot.release()
+        self.process, self.private, self.request_fd, self.reply_fd = None, None, -1, -1
 
     # -- requests -------------------------------------------------------------------------------
-    def request(self, op: str, payload: dict, timeout: float) -> Reply:
+    def request(self, op: str, payload: dict, timeout: float, blob_limit: int = 0,
+                build_limit: float | None = None) -> Reply:
         """Run one request in the worker and return its verified reply. Raises WorkerFailure (the
-        worker is closed when it died, hung or tampered with the channel)."""
+        worker is closed when it died, hung, tampered with the channel or sent more than the request
+        can produce: blob_limit bytes of data, a header sized to match)."""
         if not self.alive():
             raise WorkerFailure("worker is not running")
         nonce = secrets.token_hex(16)
@@ -243,9 +324,9 @@ class WorkerProcess:
             os.write(self.request_fd, struct.pack(">Q", len(body)) + body)
         except OSError:
             raise self._died()
-        deadline = time.monotonic() + timeout
+        clock = Deadline(timeout, build_limit, self.process.pid)
         try:
-            reply = self._read_reply(deadline, timeout)
+            reply = self._read_reply(clock, blob_limit)
         except WorkerFailure:
             self.close()
             raise
@@ -253,23 +334,28 @@ class WorkerProcess:
             self.close()
             raise WorkerFailure("reply failed authentication: it answers another request (replayed or forged)")
         if reply.kind == "error":
-            raise WorkerFailure(str(reply.header.get("text", "error")), self._log_tail())
+            raise WorkerFailure(text.from_worker(reply.header.get("text", "error")), self._log_tail())
         if reply.kind != REPLY_KINDS.get(op):
             self.close()
-            raise WorkerFailure(f"reply failed authentication: a '{reply.kind}' reply to a '{op}' request (forged)")
+            raise WorkerFailure(f"reply failed authentication: a {text.one_line(reply.kind, 40)!r} reply to a "
+                                f"'{op}' request (forged)")
         if reply.kind in ("runs", "trial") and not _echo_matches(payload.get("params", {}), reply.header.get("params", {})):
             self.close()
             raise WorkerFailure("reply failed authentication: its parameters are not the ones requested")
         return reply
 
-    def _read_reply(self, deadline: float, timeout: float) -> Reply:
-        head = self._read(16, deadline, timeout)
+    def _read_reply(self, clock: "Deadline", blob_limit: int) -> Reply:
+        head = self._read(16, clock)
         magic, header_len, blob_len = head[:4], *struct.unpack("<IQ", head[4:])
-        if magic != b"NVF1" or header_len > MAX_HEADER or blob_len > MAX_BLOB:
+        if magic != b"NVF1":
             raise WorkerFailure("reply failed authentication: not a frame of the worker's compiled part (forged?)")
-        header = self._read(header_len, deadline, timeout)
-        blob = self._read(blob_len, deadline, timeout)
-        mac = self._read(32, deadline, timeout)
+        header_limit = TEXT_HEADER_LIMIT + blob_limit // 64
+        if header_len > header_limit or blob_len > blob_limit:
+            raise WorkerFailure(f"reply failed authentication: {header_len} + {blob_len} bytes, more than the request "
+                                f"can produce ({header_limit} + {blob_limit})")
+        header = self._read(header_len, clock)
+        blob = self._read(blob_len, clock)
+        mac = self._read(32, clock)
         expected = hmac.new(self.key, header + blob, hashlib.sha256).digest()
         if not hmac.compare_digest(mac, expected):
             raise WorkerFailure("reply failed authentication: bad signature (forged or tampered result channel)")
@@ -277,15 +363,18 @@ class WorkerProcess:
             parsed = json.loads(header)
         except ValueError:
             raise WorkerFailure("reply failed authentication: unreadable header")
+        if not isinstance(parsed, dict):
+            raise WorkerFailure("reply failed authentication: unreadable header")
         return Reply(kind=str(parsed.get("kind")), header=parsed, blob=blob)
 
-    def _read(self, n: int, deadline: float, timeout: float) -> bytes:
+    def _read(self, n: int, clock: "Deadline") -> bytes:
         chunks, got = [], 0
         while got < n:
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select([self.reply_fd], [], [], max(0.0, left))
+            ready, _, _ = select.select([self.reply_fd], [], [], min(1.0, clock.left()))
             if not ready:
-                raise WorkerFailure(f"timed out after {timeout:g} s (worker killed; raise --timeout if this is expected)")
+                if clock.expired():
+                    raise WorkerFailure(clock.reason())
+                continue
             chunk = os.read(self.reply_fd, min(n - got, 1 << 24))
             if not chunk:
                 raise self._died()
@@ -302,6 +391,77 @@ class WorkerProcess:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+
+DEFAULT_HELLO_TIMEOUT_S = 300.0  # python, torch and CUDA start (seconds on a cold machine)
+
+
+class Deadline:
+    """A request's time limit. With a build limit (the import), the limit is extended while compiler
+    processes run in the worker's session, up to the build limit."""
+
+    def __init__(self, timeout: float, build_limit: float | None, session: int):
+        self.timeout, self.build_limit, self.session = timeout, build_limit, session
+        self.started = time.monotonic()
+        self.end = self.started + timeout
+        self.compiled = False
+
+    def left(self) -> float:
+        return max(0.0, self.end - time.monotonic())
+
+    def expired(self) -> bool:
+        now = time.monotonic()
+        if now < self.end:
+            return False
+        if self.build_limit and now < self.started + self.build_limit and _compiling(self.session):
+            self.compiled = True
+            self.end = now + 1.0  # look again in a second
+            return False
+        return True
+
+    def reason(self) -> str:
+        if self.compiled and time.monotonic() >= self.started + self.build_limit:
+            return f"build timed out after {self.build_limit:g} s (worker killed; compilers were still running)"
+        return f"timed out after {self.timeout:g} s (worker killed; raise --timeout if this is expected)"
+
+
+def _processes():
+    """(pid, command name, session id, uid) of every process."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            uid = os.stat(f"/proc/{pid}").st_uid
+        except OSError:
+            continue
+        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        if len(rest) > 3:
+            yield int(pid), comm, int(rest[3]), uid
+
+
+def _compiling(session: int) -> bool:
+    """A compiler, linker or build tool runs in the worker's session (ninja puts each job in a
+    process group of its own; the session stays the worker's: setsid is refused)."""
+    return any(sid == session and comm in COMPILERS for _, comm, sid, _ in _processes())
+
+
+def _kill_rest(session: int, uid: int | None) -> None:
+    """SIGKILL everything the worker started: its session (which no process of it can leave) and,
+    where it has a uid of its own, every process of that uid."""
+    for pid, _, sid, owner in _processes():
+        if sid == session or (uid is not None and owner == uid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _parse_info(raw) -> dict:
+    """A reply's JSON text as a dict of plain values, or {} (never an exception)."""
+    try:
+        info = json.loads(raw or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
 
 
 def _echo_matches(asked, echoed) -> bool:

@@ -27,8 +27,9 @@ from eval.stats import calculate_stats, score, should_stop
 # the leaderboard's budgets: (max repeats, max summed kernel ns) for the warm-up and for each case
 BENCHMARK_BUDGET = {"warmup": (200, 1e8), "case": (200, 10e9)}
 LEADERBOARD_BUDGET = {"warmup": (1000, 5e8), "case": (1000, 30e9)}
-FLUSH_L2_MULTIPLE = 4.0  # the flush buffer is this many times the device's L2
-HOST_CALLS = 20  # back-to-back calls per batch for the host cost column (the worker times 7 batches, reports the median)
+from eval.worker.driver import FLUSH_L2_MULTIPLE  # noqa: E402 (the worker allocates its flush buffer at start)
+HOST_CALLS = 20  # back-to-back calls per batch for the host cost column
+HOST_BATCHES = 7  # batches of HOST_CALLS; the worker reports the median batch, the judge checks every output
 NO_LIMIT = 1e30
 FLOOR_FAIL_RATIO = 0.9  # a mean below this fraction of the measured floor fails
 
@@ -36,7 +37,7 @@ FLOOR_FAIL_RATIO = 0.9  # a mean below this fraction of the measured floor fails
 @dataclasses.dataclass
 class Options:
     timeout: float = 600.0  # per case, seconds
-    load_timeout: float = DEFAULT_LOAD_TIMEOUT_S
+    load_timeout: float = DEFAULT_LOAD_TIMEOUT_S  # the build limit (the import is bounded by timeout otherwise)
     method: str = "per-call"  # or "batched"
     batch: int = 50
     gap_us: float = 500.0
@@ -46,6 +47,24 @@ class Options:
     allow_narrow: bool = False  # narrow-data specialisation: a warning instead of a failure
     emulate_blackwell: bool = False  # exact stand-ins for Blackwell-only calls (eval/worker/emulation.py)
     log_dir: Path = results.RESULTS_DIR / "logs"
+
+
+SNAPSHOT_SLACK = 16  # an output may be a view into a buffer this many times its size (or 1 MiB)
+
+
+def reply_limit(op: str, payload: dict) -> int:
+    """The most output bytes a request can bring back: snapshots (and their synced copies) of
+    every call it makes, each at most SNAPSHOT_SLACK times the reference's output. A reply beyond
+    that is refused before it is read."""
+    params = payload.get("params") or {}
+    if op == "trial":
+        calls = len(params.get("steps", []))
+    elif op == "runs" and params.get("check"):
+        calls = int(params["max_repeats"]) * int(params["batch"]) + int(params.get("host_calls", 0)) * HOST_BATCHES
+    else:
+        return 0
+    per_call = max(SNAPSHOT_SLACK * case_profile(payload["args"]).output_bytes, 1 << 20)
+    return 2 * calls * per_call
 
 
 class Runner:
@@ -61,13 +80,13 @@ class Runner:
 
     def ensure(self) -> dict:
         if not self.worker.alive():
-            self.info = self.worker.start(self.options.load_timeout)
+            self.info = self.worker.start(self.options.load_timeout, import_timeout=self.options.timeout)
         return self.info
 
     def call(self, op: str, payload: dict, timeout: float | None = None) -> Reply:
         self.ensure()
         try:
-            return self.worker.request(op, payload, timeout or self.options.timeout)
+            return self.worker.request(op, payload, timeout or self.options.timeout, blob_limit=reply_limit(op, payload))
         except WorkerFailure:
             self.worker.close()  # next call starts a fresh process
             raise
@@ -237,11 +256,15 @@ STEP_CONTEXT = (
 )
 
 
-def check_trial(runner: Runner, result: CaseResult, options: Options) -> None:
-    """Run the trial steps in the worker and judge each here; the first wrong one fails the case."""
+def check_trial(runner: Runner, result: CaseResult, options: Options, config=None) -> None:
+    """Run the trial steps in the worker and judge each here; the first wrong one fails the case.
+    config: a tunable submission's launch configuration (run_with) instead of custom_kernel."""
     steps = trial_steps(result.args)
     params = {"cuda": torch.cuda.is_available(), "flush_l2_multiple": FLUSH_L2_MULTIPLE, "steps": steps}
-    reply = runner.call("trial", {"args": result.args, "params": params})
+    payload = {"args": result.args, "params": params}
+    if config is not None:
+        payload["config"] = config
+    reply = runner.call("trial", payload)
     for i, (step, done) in enumerate(zip(steps, reply.header.get("steps", []))):
         data = verdict.apply_canary(verdict.generate(result.args, step["seed"], step["overrides"]), step["canary"],
                                     done["canary"])
@@ -347,26 +370,29 @@ class Inputs:
 
 
 def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
-    """(samples in ns, the first wrong output's reason or None). Every call of every run is checked."""
+    """(samples in ns, the first wrong output's reason or None). Every call of every run is checked,
+    and every call of the host-cost batches."""
     regions = reply.header["params"]["canary"]
     inputs = Inputs(args, held=int(reply.header["params"]["batch"]))
     samples = []
-    last = None
     for i, run in enumerate(reply.header.get("runs", [])):
         samples.append(float(run["ns"]))
-        for j, call in enumerate(run["calls"]):
+        for call in run["calls"]:
             data = inputs.after_canary(int(call["seed"]), regions, call["canary"])
             if "out" not in call:
                 continue  # unchecked harness kernels (floors, baselines)
             reason = verdict.judge_output(data, call["out"], reply.blob, call.get("synced"))
             if reason:
                 return samples, f"timed run {i + 1}: {reason}"
-            if j == 0:
-                last = data  # the host-cost calls run on the first input, as it is after the last run
-    if reply.header.get("host_out") is not None and last is not None:
-        reason = verdict.judge_output(last, reply.header["host_out"], reply.blob)
-        if reason:
-            return samples, f"back-to-back calls (host cost): {reason}"
+    batches = reply.header.get("host") or []
+    own = Inputs(args, held=max((len(b.get("calls", [])) for b in batches), default=1))
+    for b, batch in enumerate(batches):
+        for call in batch.get("calls", []):
+            data = own.after_canary(int(call["seed"]), regions, call["canary"])
+            if "out" in call:
+                reason = verdict.judge_output(data, call["out"], reply.blob)
+                if reason:
+                    return samples, f"back-to-back calls (host cost, batch {b + 1}): {reason}"
     return samples, None
 
 
@@ -417,6 +443,13 @@ def run_benchmarks(submission: Path, cases: list[Case], options: Options, leader
     budget = LEADERBOARD_BUDGET if leaderboard else BENCHMARK_BUDGET
     with runner_for(submission, options, runner) as runner:
         record = start_record("leaderboard" if leaderboard else "benchmark", submission, runner, options)
+        if not record.error and record.environment.cuda_available:
+            from eval import baselines
+
+            try:  # a GPU verdict needs this GPU's floors ("faster than memory allows")
+                baselines.ensure_floors(record.environment, cases, options)
+            except WorkerFailure as failure:
+                record.error = f"cannot measure this GPU's floors: {failure.reason}"
         if not record.error:
             _benchmark_cases(runner, record, cases, options, budget, leaderboard)
     if not record.error and options.baseline and record.environment.cuda_available:

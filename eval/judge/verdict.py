@@ -15,6 +15,7 @@ import torch
 
 from eval import problem_folder
 from eval.judge.channel import WorkerFailure
+from eval.judge.text import one_line
 
 NOT_COMPLETE = ("output was not complete on the current stream when custom_kernel returned "
                 "(work left on another stream? synchronize it with the current stream before returning)")
@@ -56,17 +57,51 @@ def _splitmix(state: int, count: int) -> tuple[np.ndarray, int]:
     return z ^ (z >> np.uint64(31)), (state + count * 0x9E3779B97F4A7C15) & MASK64
 
 
-def canary_plan(regions: list, seed: int) -> list[tuple[int, bytes]]:
-    """(start byte, bytes) per region, as native.cpp's plan_canary draws them."""
+def canary_plan(regions: list, seed: int) -> list[tuple[list[int], bytes]]:
+    """(first byte of each row or pick, bytes) per region, drawn exactly as native.cpp's plan_canary
+    draws them: rect [arg, offset, pitch, width, height, jitter, mask] one phase per row then the
+    bytes; table {arg, width, offsets, picks, values, link} draws until `picks` distinct picks, then the bytes; a
+    linked table the same picks and bytes as its link."""
     state = seed & MASK64
-    plan = []
-    for arg, offset, pitch, width, height, jitter, mask in regions:
-        n = width * height
-        draws, state = _splitmix(state, 1 + (n + 7) // 8)
-        start = offset + int(draws[0] % np.uint64(jitter // width + 1)) * width
-        raw = draws[1:].astype("<u8").view(np.uint8)[:n] & np.uint8(mask)
-        plan.append((start, raw.tobytes()))
+    plan, picks_of = [], []
+    for region in regions:
+        if isinstance(region, dict):
+            offsets, width, link = region["offsets"], region["width"], region.get("link", -1)
+            if link >= 0:
+                picks = picks_of[link]
+                plan.append(([offsets[k] for k in picks], plan[link][1]))
+                picks_of.append(picks)
+                continue
+            picks = []
+            while len(picks) < region["picks"]:  # distinct, as native.cpp draws them
+                draw, state = _splitmix(state, 1)
+                k = int(draw[0] % np.uint64(len(offsets)))
+                if k not in picks:
+                    picks.append(k)
+            raw, state = _bytes(state, width * region["picks"])
+            values = region.get("values") or []
+            if values:
+                raw = np.asarray(values, dtype=np.uint8)[raw.astype(np.int64) % len(values)]
+            plan.append(([offsets[k] for k in picks], raw.tobytes()))
+            picks_of.append(picks)
+            continue
+        arg, offset, pitch, width, height, jitter, mask = region
+        draws, state = _splitmix(state, height)
+        phases = (draws % np.uint64(jitter // width + 1)).astype(np.int64) * width
+        starts = [offset + h * pitch + int(phases[h]) for h in range(height)]
+        raw, state = _bytes(state, width * height)
+        plan.append((starts, (raw & np.uint8(mask)).tobytes()))
+        picks_of.append([])
     return plan
+
+
+def _bytes(state: int, n: int) -> tuple[np.ndarray, int]:
+    draws, state = _splitmix(state, (n + 7) // 8)
+    return draws.astype("<u8").view(np.uint8)[:n], state
+
+
+def _region_target(region) -> tuple[int, int]:
+    return (region["arg"], region["width"]) if isinstance(region, dict) else (region[0], region[3])
 
 
 def storage_bytes(t: torch.Tensor) -> torch.Tensor:
@@ -78,12 +113,14 @@ def apply_canary(data: tuple, regions: list, canary: dict) -> tuple:
     """Write a run's canary bytes into data, in place, where the worker wrote them (the worker's
     inputs keep them too, so runs on the same inputs accumulate them in order)."""
     plan = canary_plan(regions, int(canary["seed"]))
-    if [start for start, _ in plan] != [int(s) for s in canary.get("starts", [])]:
+    echoed = canary.get("starts", [])
+    if len(echoed) != len(plan) or any([int(x) for x in e] != starts for e, (starts, _) in zip(echoed, plan)):
         raise Tampered("reply failed authentication: canary positions do not follow from its seed")
     items = tensors_of(data)
-    for (arg, _, pitch, width, height, _, _), (start, raw) in zip(regions, plan):
+    for region, (starts, raw) in zip(regions, plan):
+        arg, width = _region_target(region)
         flat = storage_bytes(items[arg])
-        index = (start + torch.arange(height).unsqueeze(1) * pitch + torch.arange(width).unsqueeze(0)).flatten()
+        index = (torch.tensor(starts, dtype=torch.int64).unsqueeze(1) + torch.arange(width).unsqueeze(0)).flatten()
         flat[index.to(flat.device)] = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(flat.device)
     return data
 
@@ -105,12 +142,12 @@ def rebuild(entry: dict | None, blob: bytes) -> Output:
     if entry is None:
         return Output(None, "no output snapshot")
     if entry.get("problem"):
-        return Output(None, entry["problem"])
+        return Output(None, one_line(entry["problem"]))
     dtype = DTYPES.get(entry.get("dtype"))
     if dtype is None:
-        return Output(None, f"output dtype {entry.get('dtype')} is not one the judge compares")
+        return Output(None, f"output dtype {one_line(entry.get('dtype'), 40)} is not one the judge compares")
     if entry.get("device") != device():
-        return Output(None, f"output is on {entry.get('device')}, expected {device()} like the inputs")
+        return Output(None, f"output is on {one_line(entry.get('device'), 40)}, expected {device()} like the inputs")
     start, length = entry["blob"]
     if start < 0 or length < 0 or start + length > len(blob):
         raise Tampered("reply failed authentication: snapshot outside its data")

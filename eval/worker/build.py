@@ -10,6 +10,9 @@ import sys
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("native.cpp")
+# no exported symbol but the module's entry point; the GOT resolved at load and then read-only
+HARDENING_CFLAGS = ["-O2", "-fvisibility=hidden", "-fvisibility-inlines-hidden", "-fstack-protector-strong"]
+HARDENING_LDFLAGS = ["-Wl,-z,relro", "-Wl,-z,now", "-Wl,-z,noexecstack"]
 
 
 def cache_root() -> Path:
@@ -39,8 +42,9 @@ def build(verbose: bool = False) -> Path:
     os.chmod(cache_root(), 0o755)
     os.chmod(directory.parent, 0o755)
     headers = [d for d in (os.environ.get("CUDA_HOME", "/usr/local/cuda") + "/include",) if Path(d, "cuda.h").is_file()]
-    ext.load(name=name, sources=[str(SOURCE)], build_directory=str(directory), extra_cflags=["-O2"],
-             extra_include_paths=headers, verbose=verbose, with_cuda=False)  # cuda.h only checks driver constants
+    ext.load(name=name, sources=[str(SOURCE)], build_directory=str(directory), extra_cflags=HARDENING_CFLAGS,
+             extra_ldflags=HARDENING_LDFLAGS, extra_include_paths=headers, verbose=verbose,
+             with_cuda=False)  # cuda.h only checks driver constants
     for path in [directory, *directory.iterdir()]:
         os.chmod(path, 0o755 if path.is_dir() or path.suffix == ".so" else 0o644)
     return target

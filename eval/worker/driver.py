@@ -15,8 +15,12 @@ import pickle
 import platform
 import struct
 import sys
+import time
 import traceback
 from pathlib import Path
+
+
+FLUSH_L2_MULTIPLE = 4.0  # the L2 flush buffer is this many times the device's L2 (eval/judge/modes.py sends the same)
 
 
 def read_request(fd: int):
@@ -96,6 +100,7 @@ class Worker:
         self.torch = torch
         self.cuda = torch.cuda.is_available()
         self.module = None
+        self.said_hello = False
 
     def kernel(self, request: dict):
         if self.module is None:
@@ -111,17 +116,28 @@ class Worker:
         return lambda seed, overrides=None: generate(**{**args, **(overrides or {}), "seed": int(seed)})
 
     # -- ops: each ends in exactly one reply ---------------------------------------------------
-    def op_load(self, nonce: str, request: dict) -> None:
+    def op_hello(self, nonce: str, request: dict) -> None:
+        """The first request, answered before anything of the submission exists: what the judge
+        may believe about this worker (its sandbox, whether CUDA works here, what is emulated)."""
+        if self.said_hello:
+            raise SubmissionLoadError("hello is answered once, before the submission is loaded")
+        self.said_hello = True
         emulated = []
         if request.get("emulate"):
             from eval.worker import emulation
 
             emulated = emulation.install()
+        info = {"sandbox": self.layers, "python": platform.python_version(), "torch": self.torch.__version__,
+                "cuda": self.cuda and _cuda_works(self.torch), "emulated": emulated}
+        self.native.reply(nonce, "hello", json.dumps(info))
+
+    def op_load(self, nonce: str, request: dict) -> None:
+        if not self.said_hello or self.module is not None:
+            raise SubmissionLoadError("load follows hello, once")
+        started = time.monotonic()
         if request.get("submission"):
             self.module = load_submission(Path(request["submission"]))
-        info = {"sandbox": self.layers, "python": platform.python_version(), "torch": self.torch.__version__,
-                "cuda": self.cuda, "emulated": emulated}
-        self.native.reply(nonce, "ready", json.dumps(info))
+        self.native.reply(nonce, "ready", json.dumps({"import_s": round(time.monotonic() - started, 3)}))
 
     def check_device(self, request: dict) -> None:
         if request["params"].get("cuda") and not self.cuda:
@@ -177,6 +193,14 @@ class Worker:
         sys.stderr.flush()
 
 
+def _cuda_works(torch) -> bool:
+    """A real allocation and kernel, not only a device count."""
+    try:
+        return int(torch.ones(1, device="cuda").add_(1).item()) == 2
+    except Exception:
+        return False
+
+
 def mapped_library(prefix: str) -> str | None:
     """The path of a library this process has mapped whose file name starts with prefix."""
     try:
@@ -196,9 +220,11 @@ def serve(request_fd: int, reply_fd: int, key_fd: int, native_so: str, layers: d
     from eval.worker import build
 
     native = build.load(native_so)
-    driver = (mapped_library("libcudart.so") or "") if torch.cuda.is_available() else ""  # torch's CUDA runtime
-    native.open_channel(key_fd, reply_fd, driver)  # key and driver fixed before the submission exists
-    worker = Worker(native, layers)
+    cuda = torch.cuda.is_available()
+    driver = (mapped_library("libcudart.so") or "") if cuda else ""  # torch's CUDA runtime
+    # key, driver, GPU state and the memory filter fixed before the submission exists
+    hardening = native.open_channel(key_fd, reply_fd, driver, cuda, FLUSH_L2_MULTIPLE, not layers.get("sandbox"))
+    worker = Worker(native, {**layers, **{f"native {k}": v for k, v in hardening.items()}})
     while True:
         request = read_request(request_fd)
         if request is None:

@@ -12,6 +12,8 @@ to their own extension folder, so a later run without the flag never loads one.
 """
 from __future__ import annotations
 
+import os
+
 import torch
 
 from eval.emulate.scaled_mm import BLOCK, FP4_VALUES, decode_fp4_rows, scaled_mm_fp4, unblock_scales  # noqa: F401
@@ -20,7 +22,7 @@ from eval.emulate.scaled_mm import BLOCK, FP4_VALUES, decode_fp4_rows, scaled_mm
 def install() -> list[str]:
     """Put the stand-ins in place; returns what is emulated (for the report)."""
     covered = ["torch._scaled_mm on FP4 operands (exact decode, float32 sums)"]
-    if torch.cuda.is_available():
+    if torch.cuda.is_available() or os.environ.get("EVAL_GPU_ARCH"):  # a build-only worker knows the GPU's arch
         covered.append(_install_nvcc())
     original = torch._scaled_mm
     fp4 = getattr(torch, "float4_e2m1fn_x2", None)
@@ -46,12 +48,14 @@ def nvcc_command(arch: str) -> str:
 
 
 def _install_nvcc() -> str:
-    import os
-
     from torch.utils import cpp_extension
 
-    major, minor = torch.cuda.get_device_capability()
-    arch = f"{major}{minor}" + ("a" if major == 9 else "")
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        arch = f"{major}{minor}"
+    else:
+        arch = os.environ["EVAL_GPU_ARCH"]
+    arch += "a" if arch.startswith("9") else ""
     os.environ["EVAL_REAL_NVCC"] = cpp_extension._join_cuda_home("bin", "nvcc")
     os.environ["PYTORCH_NVCC"] = nvcc_command(arch)
     base = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.expanduser("~/.cache/torch_extensions")

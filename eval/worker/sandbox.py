@@ -11,9 +11,14 @@ nothing, the judge's last resort when CUDA does not work inside the sandbox):
                  binds the calling thread and threads it makes later: the submission's Python runs in
                  this thread or in threads it starts; threads the CUDA driver or torch started before
                  are not bound (no Python runs there)
+  landlock scope  (ABI 6+) no signal to, and no abstract unix socket of, any process outside this
+                 worker's Landlock domain: the judge, other workers, anything else on the machine
   seccomp        ptrace, process_vm_readv/writev, pidfd_getfd, kcmp, tkill and pidfd_send_signal
                  refused (EPERM), and kill/tgkill/rt_*sigqueueinfo aimed at the judge, at -1 or at
-                 another process group; every thread
+                 another process group; setsid (the worker's session is how the judge finds and
+                 kills everything it started), unshare, setns and clone with namespace flags
+                 refused; clone3 answers ENOSYS (its flags cannot be inspected; libc falls back to
+                 clone); every thread
   parent death   the worker is killed when the judge dies (it never outlives its judge)
 """
 from __future__ import annotations
@@ -30,9 +35,13 @@ SYS = {"x86_64": {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "lan
        "aarch64": {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "landlock_restrict_self": 446,
                    "seccomp": 277, "capset": 91}}
 DENIED = {"x86_64": {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
-                     "kcmp": 312, "tkill": 200, "pidfd_send_signal": 424},
+                     "kcmp": 312, "tkill": 200, "pidfd_send_signal": 424, "setsid": 112, "unshare": 272,
+                     "setns": 308},
           "aarch64": {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438,
-                      "kcmp": 272, "tkill": 130, "pidfd_send_signal": 424}}
+                      "kcmp": 272, "tkill": 130, "pidfd_send_signal": 424, "setsid": 157, "unshare": 97,
+                      "setns": 268}}
+CLONE = {"x86_64": (56, 435), "aarch64": (220, 435)}  # clone, clone3
+CLONE_NEW_FLAGS = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
 # signals whose first argument names the target process: refused when it is the judge, -1 (everyone)
 # or a process group other than the worker's own
 SIGNALS = {"x86_64": {"kill": 62, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297},
@@ -93,6 +102,7 @@ def _drop_capabilities(arch: str) -> str:
 # Landlock write-type rights: write file, remove dir/file, make char/dir/reg/sock/fifo/block/sym,
 # then refer (ABI 2) and truncate (ABI 3). Reads, execution and device ioctls stay allowed.
 _LL_WRITE = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
+_LL_SCOPE_ABSTRACT_UNIX, _LL_SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 
 def _landlock(arch: str, writable: list[str]) -> str:
@@ -103,8 +113,13 @@ def _landlock(arch: str, writable: list[str]) -> str:
     if abi < 1:
         return f"unavailable (kernel without Landlock: {_err()})"
     access = _LL_WRITE | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0)
-    attr = ctypes.create_string_buffer(struct.pack("Q", access))
-    ruleset = _libc.syscall(nr["landlock_create_ruleset"], attr, ctypes.c_size_t(8), ctypes.c_uint32(0))
+    if abi >= 6:  # scoped: signals and abstract unix sockets stay inside this domain
+        attr = ctypes.create_string_buffer(struct.pack("QQQ", access, 0, _LL_SCOPE_SIGNAL | _LL_SCOPE_ABSTRACT_UNIX))
+        size = 24
+    else:
+        attr = ctypes.create_string_buffer(struct.pack("Q", access))
+        size = 8
+    ruleset = _libc.syscall(nr["landlock_create_ruleset"], attr, ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
         return f"unavailable ({_err()})"
     try:
@@ -120,7 +135,7 @@ def _landlock(arch: str, writable: list[str]) -> str:
             return f"unavailable ({_err()})"
     finally:
         os.close(ruleset)
-    return "on"
+    return "on" if abi >= 6 else f"on (ABI {abi}: without signal and socket scoping, which needs ABI 6)"
 
 
 def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
@@ -135,6 +150,10 @@ def _seccomp(arch: str, judge_pid: int, own_pid: int) -> str:
     prog = [_bpf(ld_abs, 4), _bpf(jeq, AUDIT_ARCH[arch], 1, 0), _bpf(ret, deny), _bpf(ld_abs, 0)]
     for number in DENIED[arch].values():
         prog += [_bpf(jeq, number, 0, 1), _bpf(ret, deny)]
+    clone, clone3 = CLONE[arch]
+    prog += [_bpf(jeq, clone3, 0, 1), _bpf(ret, 0x00050000 | 38)]  # ENOSYS: glibc falls back to clone
+    prog += [_bpf(jeq, clone, 0, 3), _bpf(ld_abs, 16), _bpf(jset, CLONE_NEW_FLAGS, 0, 1), _bpf(ret, deny),
+             _bpf(ld_abs, 0)]
     target = [  # the low word of the first argument (a pid_t), then: deny, deny, negative?, own group?
         _bpf(ld_abs, 16),
         _bpf(jeq, judge_pid, 3, 0),

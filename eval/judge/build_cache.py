@@ -1,0 +1,188 @@
+"""What submissions built (torch extensions, Triton kernels, CuTe DSL and CUDA caches), kept per
+submission by the judge. Judge side; never imports submission code.
+
+A worker never sees another run's files: it starts with a private copy of its own submission's entry
+(`seed`), builds whatever is missing in its private folder, and after its import succeeded the judge
+copies that folder back as the entry if there is none yet (`store`). Only the judge writes entries,
+and an entry is keyed by everything its contents depend on (`key`: the source, --emulate-blackwell,
+this GPU, torch, python and the harness files that take part in a build), so a submission can only
+ever reach its own builds. `prebuild` builds a submission in a worker that sees no GPU (compilers
+only), so that building one candidate overlaps with timing another (issue 26's batch).
+"""
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import stat
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from eval.worker import build
+
+MAX_ENTRY_BYTES = 4 << 30  # a larger build folder is not kept
+HARNESS_FILES = ("eval/worker/emulation.py", "eval/worker/nvcc_emulate.py", "eval/worker/driver.py")
+_LOCKS: dict[str, threading.Lock] = {}
+_GUARD = threading.Lock()
+
+
+@dataclasses.dataclass(frozen=True)
+class Prebuilt:
+    ok: bool
+    seconds: float
+    reason: str = ""
+
+
+def root() -> Path:
+    return build.cache_root() / "builds"
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_arch() -> tuple[int, int] | None:
+    """This GPU's compute capability, as the judge sees it (None without CUDA)."""
+    import torch
+
+    return tuple(torch.cuda.get_device_capability()) if torch.cuda.is_available() else None
+
+
+def key(submission: Path, emulate: bool) -> str:
+    import torch
+
+    digest = hashlib.sha256(Path(submission).read_bytes())
+    here = Path(__file__).resolve().parents[2]
+    for name in HARNESS_FILES:
+        digest.update((here / name).read_bytes())
+    digest.update(repr((emulate, gpu_arch(), torch.__version__, torch.version.cuda, platform.python_version(),
+                        os.environ.get("TORCH_CUDA_ARCH_LIST"))).encode())
+    return digest.hexdigest()[:32]
+
+
+def _lock(name: str) -> threading.Lock:
+    with _GUARD:
+        return _LOCKS.setdefault(name, threading.Lock())
+
+
+def seed(name: str, dest: Path) -> bool:
+    """Copy the stored entry (if any) into a worker's private build folder; True when there was one."""
+    entry = root() / name
+    if not entry.is_dir():
+        return False
+    _copy_tree(entry, dest, MAX_ENTRY_BYTES)
+    return True
+
+
+def _copy_tree(src: Path, dest: Path, budget: int) -> int:
+    """Copy regular files and folders (mtimes kept: ninja sees no change), never following or
+    copying a link (a worker's folder may hold links aimed anywhere), at most `budget` bytes;
+    returns the bytes left (negative: over budget, the copy stopped)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with os.scandir(src) as items:
+        for item in items:
+            target = dest / item.name
+            if item.is_dir(follow_symlinks=False):
+                budget = _copy_tree(Path(item.path), target, budget)
+            elif item.is_file(follow_symlinks=False):
+                budget = _copy_file(item.path, target, budget)
+            if budget < 0:
+                return budget
+    return budget
+
+
+def _copy_file(path: str, target: Path, budget: int) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return budget
+    with os.fdopen(fd, "rb") as source:
+        info = os.fstat(source.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return budget
+        budget -= info.st_size
+        if budget < 0:
+            return budget
+        with open(target, "wb") as out:
+            shutil.copyfileobj(source, out, 1 << 20)
+        os.chmod(target, 0o755 if info.st_mode & 0o111 else 0o644)
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+    return budget
+
+
+def store(name: str, src: Path) -> bool:
+    """Keep a worker's build folder as the entry `name` when there is none yet (atomically: a
+    rename). Returns True when stored. Files are the judge's, readable by workers, writable by none."""
+    entry = root() / name
+    if entry.exists() or not src.is_dir() or not any(src.iterdir()):
+        return False
+    root().mkdir(parents=True, exist_ok=True)
+    os.chmod(root(), 0o755)
+    with _lock(name), open(root() / f".{name}.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # other judges on this machine
+        if entry.exists():
+            return False
+        staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root()))
+        try:
+            if _copy_tree(src, staging, MAX_ENTRY_BYTES) < 0:
+                raise OSError("build folder too large to keep")
+            for folder, _, _ in os.walk(staging):
+                os.chmod(folder, 0o755)
+            os.rename(staging, entry)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+            return False
+    return True
+
+
+class Slot:
+    """A build folder at a path that stays the same for every worker of one entry (torch writes
+    absolute paths into its ninja file: a new path would rebuild everything), held by one worker at
+    a time (a second worker of the same submission at the same moment gets the next slot), emptied
+    when released."""
+
+    def __init__(self, name: str):
+        base = build.cache_root() / "slots"
+        base.mkdir(parents=True, exist_ok=True)
+        os.chmod(base, 0o711)
+        for n in range(64):
+            path = base / f"{name}-{n}"
+            held = open(base / f".{name}-{n}.lock", "w")
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                held.close()
+                continue
+            shutil.rmtree(path, ignore_errors=True)  # what a killed judge left
+            path.mkdir()
+            self.path, self._held = path, held
+            return
+        raise OSError(f"no free build slot for {name}")
+
+    def release(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        self._held.close()
+
+
+def prebuild(submission: Path, emulate: bool, timeout: float, log_path: Path | None = None) -> Prebuilt:
+    """Import the submission in a sandboxed worker that sees no GPU, so its builds are stored
+    under its key. Best effort: a submission whose import needs the GPU fails here and simply
+    builds in its GPU worker later."""
+    from eval.judge.channel import WorkerFailure, WorkerProcess
+
+    name = key(submission, emulate)
+    started = time.monotonic()
+    if (root() / name).is_dir():
+        return Prebuilt(True, 0.0, "already built")
+    log = log_path or Path(tempfile.gettempdir()) / f"prebuild-{name}.log"
+    worker = WorkerProcess(submission, log, emulate=emulate, gpu=False)
+    try:
+        worker.start(load_timeout=timeout, import_timeout=timeout)
+        return Prebuilt(True, time.monotonic() - started)
+    except WorkerFailure as failure:
+        return Prebuilt(False, time.monotonic() - started, failure.reason)
+    finally:
+        worker.close()
