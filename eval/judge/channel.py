@@ -425,6 +425,17 @@ class Deadline:
         return f"timed out after {self.timeout:g} s (worker killed; raise --timeout if this is expected)"
 
 
+def _sweep_dead(folder: Path) -> None:
+    """Delete the private folders of workers whose judge is gone (killed before it could clean up)."""
+    for item in folder.glob("w-*-*"):
+        try:
+            os.kill(int(item.name.split("-")[1]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(item, ignore_errors=True)
+        except (ValueError, PermissionError):
+            pass
+
+
 def _processes():
     """(pid, command name, session id, uid) of every process."""
     for pid in filter(str.isdigit, os.listdir("/proc")):

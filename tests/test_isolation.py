@@ -1,0 +1,200 @@
+"""Nothing a submission does outlives it or reaches another run (issue 28): planted files and code are
+invisible to the next worker, a daemon dies with its worker, no signal leaves the worker, worker text
+is data in every format, the judge decides from the signed hello, and the build cache is the judge's.
+The attacks themselves are files of tests/adversarial (manifest.yaml); these tests run them in
+sequences a single run cannot show."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from eval import cases, rank, report
+from eval.judge import build_cache, modes
+from eval.worker import build
+from tests.conftest import ROOT
+
+ADV = ROOT / "tests" / "adversarial"
+TORCH_REF = ROOT / "submission" / "torch_ref.py"
+
+
+def options(tmp_path, **kw):
+    return modes.Options(timeout=kw.pop("timeout", 120.0), load_timeout=120.0, log_dir=tmp_path / "logs",
+                         wall_cap_s=2.0, baseline=False, **kw)
+
+
+def smoke(n=1):
+    return cases.select_cases("smoke")[:n]
+
+
+def reason(record):
+    return record.error or next((c.error for c in record.cases if not c.passed), None) or ""
+
+
+def marks(name: str) -> set:
+    """Every file called `name` the attack could have left where a later run looks."""
+    places = [Path("/tmp"), Path("/var/tmp"), build.cache_root()]
+    found = set()
+    for place in places:
+        found |= {str(p) for p in place.rglob(name)} if place.is_dir() and place != Path("/tmp") else set()
+    found |= {str(p) for p in Path("/tmp").glob(name)}
+    return found
+
+
+def test_planting_leaves_no_trace_for_the_next_run(tmp_path):
+    before = marks("zzz_nvfp4_forged_persist")
+    planted = modes.run_tests(ADV / "persist_home_pth.py", smoke(), options(tmp_path))
+    assert planted.passed, reason(planted)
+    probe = modes.run_tests(ADV / "honest_probe_persist.py", smoke(), options(tmp_path))
+    assert probe.passed, f"the probe saw a trace of the planting run: {reason(probe)}"
+    assert marks("zzz_nvfp4_forged_persist") == before
+
+
+def test_private_folders_are_gone_after_the_run(tmp_path):
+    root = build.cache_root()
+
+    def folders():
+        return {p for p in (root / "workers").glob("w-*")} | {p for p in (root / "slots").glob("*") if p.is_dir()}
+
+    before = folders()
+    record = modes.run_tests(TORCH_REF, smoke(), options(tmp_path))
+    assert record.passed, reason(record)
+    assert not folders() - before, "a worker's private folder or build slot outlived it"
+
+
+def _victim():
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "nvfp4-victim"])
+
+
+def _state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+def _named(comm: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == comm:
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_daemon_dies_with_its_worker_and_signals_nothing_outside(tmp_path):
+    victim = _victim()
+    try:
+        record = modes.run_tests(ADV / "setsid_daemon.py", smoke(), options(tmp_path))
+        assert record.passed, reason(record)
+        deadline = time.monotonic() + 10
+        while _named("nvfp4daemon") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _named("nvfp4daemon"), "the daemon outlived its worker"
+        assert _state(victim.pid) != "T", "the worker stopped a process outside it"
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_one_side_of_compare_cannot_stop_the_other(tmp_path):
+    from eval import compare
+
+    outcome = compare.compare(TORCH_REF, ADV / "setsid_daemon.py", smoke(), options(tmp_path, timeout=60.0), 2, 2)
+    assert outcome.error is None, outcome.error
+
+
+def test_compare_runs_the_checks_of_test(tmp_path):
+    from eval import compare
+
+    outcome = compare.compare(TORCH_REF, ADV / "partial_rows.py", smoke(), options(tmp_path), 1, 2)
+    assert outcome.error and "fails the checks" in outcome.error, outcome.error
+
+
+def test_worker_text_is_data_in_every_format(tmp_path):
+    record = modes.run_tests(ADV / "text_injection.py", smoke(), options(tmp_path))
+    assert not record.passed and "raised RuntimeError" in reason(record)
+    for fmt in report.FORMATS:
+        text = report.render(record, fmt)
+        lines = text.splitlines()
+        assert not any(line.lstrip().startswith(("check: pass", "benchmark.0.mean", "test.0.status: pass"))
+                       for line in lines), (fmt, text)
+        assert "\x1b" not in text and "\r" not in text
+    assert "| 1 | forged" not in report.markdown(record)
+    row = rank.Row(name="text_injection", path="x", reason=f"test failed: {reason(record)}")
+    md = rank.markdown([], [row], ["128x256x1"], "CPU")
+    assert md.count("\n|") == 3, md  # header, rule, the one row: no forged row
+
+
+def test_the_judge_believes_the_hello_not_the_submission(tmp_path, monkeypatch):
+    """Under EVAL_SANDBOX=none the record says the sandbox is off, whatever the submission does."""
+    monkeypatch.setenv("EVAL_SANDBOX", "none")
+    record = modes.run_tests(ADV / "honest_peeker.py", smoke(), options(tmp_path))
+    assert record.passed, reason(record)
+    assert record.environment.sandbox["sandbox"].startswith("off")
+    assert "seccomp" not in record.environment.sandbox
+
+
+def test_an_import_that_hangs_ends_at_the_timeout(tmp_path):
+    started = time.monotonic()
+    record = modes.run_tests(ADV / "import_hang.py", smoke(), options(tmp_path, timeout=5.0))
+    assert "timed out after 5 s" in reason(record), reason(record)
+    assert time.monotonic() - started < 60
+
+
+def test_build_cache_entries_are_the_judges(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVAL_CACHE", str(tmp_path / "cache"))
+    source = tmp_path / "sub.py"
+    source.write_text("def custom_kernel(data):\n    return data[-1]\n")
+    key = build_cache.key(source, False)
+    assert key != build_cache.key(source, True)
+    built = tmp_path / "built"
+    (built / "torch_extensions" / "ext").mkdir(parents=True)
+    (built / "torch_extensions" / "ext" / "ext.so").write_bytes(b"\x7fELF")
+    os.symlink("/etc/passwd", built / "torch_extensions" / "ext" / "link")
+    assert build_cache.store(key, built)
+    entry = build_cache.root() / key
+    assert (entry / "torch_extensions" / "ext" / "ext.so").read_bytes() == b"\x7fELF"
+    assert not (entry / "torch_extensions" / "ext" / "link").exists(), "a link was copied into the cache"
+    assert not build_cache.store(key, built), "an entry is written once"
+    mode = (entry / "torch_extensions" / "ext" / "ext.so").stat().st_mode
+    assert not mode & 0o022, "writable by others"
+    slot = build_cache.Slot(key)
+    try:
+        assert build_cache.seed(key, slot.path)
+        assert (slot.path / "torch_extensions" / "ext" / "ext.so").is_file()
+        second = build_cache.Slot(key)  # the same submission twice at once: another path
+        assert second.path != slot.path
+        second.release()
+    finally:
+        slot.release()
+    assert not slot.path.exists()
+
+
+def test_a_reply_larger_than_its_request_is_refused_before_it_is_read():
+    assert modes.reply_limit("profile", {}) == 0
+    args = {"m": 128, "k": 256, "l": 1, "seed": 1}
+    one = modes.reply_limit("trial", {"args": args, "params": {"steps": [{}]}})
+    assert 0 < one <= 2 * modes.SNAPSHOT_SLACK * (1 << 20)
+
+
+@pytest.mark.parametrize("sub", ["parameter_output", "subclass_plain_output"])
+def test_outputs_the_leaderboard_accepts(sub, tmp_path):
+    record = modes.run_tests(ADV / f"{sub}.py", smoke(), options(tmp_path))
+    assert record.passed, reason(record)
+
+
+def test_the_sandbox_refuses_leaving_the_session_and_new_namespaces():
+    """setsid, unshare and namespace clones are refused inside the worker's seccomp filter (run in a
+    child process: the filter cannot be removed once applied)."""
+    code = ("import os, sys; from eval.worker import sandbox; sandbox._seccomp(sandbox.platform.machine(), "
+            "os.getppid(), os.getpid())\n"
+            "try:\n os.setsid(); print('setsid allowed')\nexcept OSError: print('setsid refused')\n"
+            "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "print('unshare refused' if libc.unshare(0x10000000) != 0 else 'unshare allowed')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         start_new_session=False)
+    assert "setsid refused" in out.stdout and "unshare refused" in out.stdout, out.stdout + out.stderr
