@@ -144,3 +144,10 @@ def test_sandbox_level_chosen_by_the_user(monkeypatch, tmp_path):
         assert "EVAL_SANDBOX=none" in worker.start(120)["sandbox"]["sandbox"]
     finally:
         worker.close()
+    monkeypatch.delenv("EVAL_SANDBOX")  # the user's choice held for that worker only: the next is sandboxed
+    worker = channel.WorkerProcess(None, tmp_path / "w2.log")
+    try:
+        layers = worker.start(120)["sandbox"]
+        assert "sandbox" not in layers and layers.get("seccomp") == "on", layers
+    finally:
+        worker.close()

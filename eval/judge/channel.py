@@ -224,14 +224,16 @@ class WorkerProcess:
         load_timeout (the build limit)."""
         import torch
 
-        first = os.environ.get("EVAL_SANDBOX") or (_LEVEL[0] if _LEVEL else "full")  # the user's choice first
+        chosen = os.environ.get("EVAL_SANDBOX")  # the user's choice first; never remembered for later workers
+        first = chosen or (_LEVEL[0] if _LEVEL else "full")
         if first not in SANDBOX_LEVELS:
             raise WorkerFailure(f"EVAL_SANDBOX={first} is not one of {', '.join(SANDBOX_LEVELS)}")
         levels = SANDBOX_LEVELS[SANDBOX_LEVELS.index(first):]
         for level in levels:
             info = self._hello(level)
             if info.get("cuda") or not self.gpu or not torch.cuda.is_available():
-                _LEVEL[:] = [level]
+                if not chosen and self.gpu and level != "full":
+                    _LEVEL[:] = [level]  # this machine's fallback: later workers start there
                 self._load(import_timeout or load_timeout, load_timeout)
                 return info
             self.close()

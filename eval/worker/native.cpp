@@ -384,6 +384,8 @@ struct alignas(4096) Sealed {
   Range own_text, own_all;             // this library's code, and all of its mappings
   Range cuda_code[16];                 // the CUDA driver's and runtime's code
   Range cuda_all[8];                   // all of their mappings (the .bss after them included)
+  Range system_code[16];               // libc and the C/C++ runtime's code: where their GOTs bind
+  int n_system = 0;
   int n_code = 0, n_all = 0;
   Slot* slots = nullptr;               // their function tables as they were (in a sealed mapping)
   size_t n_slots = 0, slots_bytes = 0;
@@ -701,6 +703,16 @@ static std::vector<Mapping> read_maps() {
   return out;
 }
 
+// The C and C++ runtime libraries the CUDA libraries import from: their GOT entries, bound lazily,
+// move from the CUDA libraries' PLT to these.
+static bool is_system_library(const std::string& path) {
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  for (const char* p : {"libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so", "ld-linux", "libstdc++.so",
+                        "libgcc_s.so"})
+    if (base.rfind(p, 0) == 0) return true;
+  return false;
+}
+
 static bool is_cuda_library(const std::string& path) {
   std::string base = path.substr(path.find_last_of('/') + 1);
   return base.rfind("libcuda.so", 0) == 0 || base.rfind("libcudart.so", 0) == 0;
@@ -723,6 +735,8 @@ static void survey_memory() {
       if (m.perms.find('x') != std::string::npos) S.own_text = Range{m.lo, m.hi};
       continue;
     }
+    if (is_system_library(m.path) && m.perms.find('x') != std::string::npos && S.n_system < 16)
+      S.system_code[S.n_system++] = Range{m.lo, m.hi};
     bool anon_after = m.path.empty() && i > 0 && maps[i - 1].hi == m.lo && is_cuda_library(maps[i - 1].path);
     if (!is_cuda_library(m.path) && !anon_after) continue;
     const std::string& lib = anon_after ? maps[i - 1].path : m.path;
@@ -763,14 +777,39 @@ static bool in_cuda_code(uint64_t v) {
   return false;
 }
 
-// Every function-table word still points into the CUDA libraries' code.
+static std::string where_is(uintptr_t a, const std::vector<Mapping>& maps) {
+  for (const Mapping& m : maps)
+    if (a >= m.lo && a < m.hi) {
+      char buf[64];
+      snprintf(buf, sizeof buf, "+0x%lx", (unsigned long)(a - m.lo));
+      return (m.path.empty() ? std::string("anonymous memory") : m.path) + buf;
+    }
+  return "unmapped memory";
+}
+
+// Every function-table word still points into the CUDA libraries' code, into the C/C++ runtime
+// (their GOT entries, bound lazily, move from their PLT there), or at nothing that runs (the driver
+// moves some words it keeps beside its tables to 0 or to heap data; a word pointing at data cannot
+// redirect a call). A word now pointing at any other executable memory (a submission's library, a
+// ctypes trampoline, code of torch or Python) is the attack. Not caught: a word pointed at a gadget
+// inside libc itself (cuEventElapsedTime's gadget is caught by its unwritten result).
 static void check_driver_tables() {
+  std::vector<Mapping> maps;
   for (size_t i = 0; i < S.n_slots; i++) {
     uint64_t now = *(volatile uint64_t*)S.slots[i].where;
-    if (now != S.slots[i].value && !in_cuda_code(now))
-      throw std::runtime_error(
-          "timing tampered: a function table of the CUDA driver or runtime now points outside their code "
-          "(rewritten by the submission)");
+    if (now == S.slots[i].value || in_cuda_code(now)) continue;
+    bool system = false;
+    for (int c = 0; c < S.n_system; c++) system = system || S.system_code[c].has((uintptr_t)now);
+    if (system) continue;
+    if (maps.empty()) maps = read_maps();
+    const Mapping* hit = nullptr;
+    for (const Mapping& m : maps)
+      if (now >= m.lo && now < m.hi) hit = &m;
+    if (!hit || hit->perms.find('x') == std::string::npos) continue;
+    throw std::runtime_error(
+        "timing tampered: a function table of the CUDA driver or runtime now points outside their code "
+        "(word at " + where_is((uintptr_t)S.slots[i].where, maps) + " now points into " +
+        where_is((uintptr_t)now, maps) + ")");
   }
 }
 
@@ -1330,8 +1369,10 @@ struct Clock {
   double elapsed_ns() {
     if (!cuda) return t1 - t0;
     ck(D.cuEventSynchronize(G.ev_end), "end event sync");
-    float ms = 0;
+    float ms = -1.0f;
     ck(D.cuEventElapsedTime(&ms, G.ev_start, G.ev_end), "elapsed time");
+    if (!(ms >= 0.0f))  // unwritten (a rewritten driver entry that returned success) stays -1
+      throw std::runtime_error("timing tampered: the CUDA driver reported no elapsed time");
     return (double)ms * 1e6;
   }
 };
