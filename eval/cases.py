@@ -43,8 +43,9 @@ def make_case(args: dict) -> Case:
     if "seed" not in args or not isinstance(args["seed"], int):
         raise ConfigError(f"case {args} needs an integer seed")
     for key, value in args.items():
-        if not isinstance(value, (int, float, str, bool)):
-            raise ConfigError(f"case {args}: {key} must be a number or a string")
+        scalar = (int, float, str, bool)
+        if not isinstance(value, scalar) and not (isinstance(value, list) and all(isinstance(v, scalar) for v in value)):
+            raise ConfigError(f"case {args}: {key} must be a number, a string or a list of them")
     validate = problem_folder.current().hook("validate_case")
     if validate is not None:
         try:

@@ -49,9 +49,11 @@ def run_options(default_cases: str):
             click.option("--dist", default=None,
                          help="Data distribution for every case, one of the problem module's DISTRIBUTIONS; "
                               "default: each case's own."),
-            click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default="per-call",
-                         show_default=True, help="per-call: the leaderboard's eval.py; batched: eval_better_bench.py."),
-            click.option("--batch", default=50, show_default=True, help="Distinct inputs per batched sample."),
+            click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default=None,
+                         help="per-call: the leaderboard's eval.py; batched: eval_better_bench.py. "
+                              "Default: what the folder's task.yml names as its evaluator."),
+            click.option("--batch", default=None, type=int,
+                         help="Distinct inputs per batched sample (default: the evaluator's, else 50)."),
             click.option("--gap-us", default=500.0, show_default=True,
                          help="GPU idle time after each L2 flush (host head start, as the leaderboard's flush gives)."),
             click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed."),
@@ -70,8 +72,11 @@ def run_options(default_cases: str):
     return decorate
 
 
-def make_options(method="per-call", batch=50, gap_us=500.0, timeout=600.0, dist=None, allow_narrow=False,
+def make_options(method=None, batch=None, gap_us=500.0, timeout=600.0, dist=None, allow_narrow=False,
                  emulate_blackwell=False) -> modes.Options:
+    declared = problem_folder.current().timing  # the folder's own evaluator, unless overridden
+    method = method or declared.method
+    batch = batch if batch is not None else declared.batch
     if batch < 1:
         fail_usage("--batch must be at least 1")
     if timeout <= 0:
@@ -270,7 +275,7 @@ def sol_command(case_set, timeout):
 @click.option("--cases", "case_set", default="benchmarks", show_default=True)
 @click.option("--rounds", default=10, show_default=True, help="A/B alternations per case.")
 @click.option("--per-round", default=20, show_default=True, help="Timed runs per submission per round.")
-@click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default="per-call")
+@click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default=None)
 @click.option("--fail-if-slower", type=float, default=None, metavar="PCT",
               help="Exit 1 when B is slower than A by more than PCT percent, with 95 % confidence.")
 @click.option("--timeout", default=600.0, show_default=True)
@@ -300,7 +305,7 @@ def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, 
 @main.command()
 @click.argument("subs", nargs=-1, type=SUB)
 @click.option("--cases", "case_set", default="benchmarks", show_default=True)
-@click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default="per-call")
+@click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default=None)
 @click.option("--timeout", default=600.0, show_default=True)
 @handle_config_errors
 @click.option("--allow-narrow", is_flag=True, help="Narrow-data specialisation: warn instead of fail.")

@@ -67,11 +67,54 @@ class Problem:
     def shapes_file(self) -> Path:
         return self.root / "shapes.yaml"
 
+    @functools.cached_property
+    def timing(self) -> "Timing":
+        return declared_timing(self.root)
+
     def input_name(self, index: int, keys: list | None = None) -> str:
         names = self.hook("INPUT_NAMES")
         if names and index < len(names):
             return names[index]
         return str(keys[index]) if keys and index < len(keys) else f"data[{index}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """How the folder's own evaluator times: per call (the series' eval.py) or batched
+    (eval_better_bench*.py: `batch` distinct inputs between two events, per-input mean)."""
+    method: str  # "per-call" or "batched"
+    batch: int
+    evaluator: str  # task.yml's source of config.main, e.g. "../eval_better_bench.py"
+
+
+BATCHED_EVALUATOR = "eval_better_bench"  # the leaderboard's batched evaluators' file names start so
+BATCH_DEFAULT = 50
+
+
+def declared_timing(root: Path) -> Timing:
+    """The timing the folder's task.yml names: `config.main` is the file the runner executes, and
+    `files` says where it comes from. A batched evaluator's batch is its NUM_ITERATIONS_PER_BENCHMARK
+    when the file is there to read (a checkout), else 50. Anything else times per call."""
+    import re
+
+    import yaml
+
+    try:
+        task = yaml.safe_load((root / "task.yml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return Timing("per-call", BATCH_DEFAULT, "?")
+    main = str((task.get("config") or {}).get("main") or "eval.py")
+    source = next((str(f.get("source")) for f in task.get("files") or []
+                   if isinstance(f, dict) and f.get("name") == main), main)
+    if not Path(source).name.startswith(BATCHED_EVALUATOR):
+        return Timing("per-call", BATCH_DEFAULT, source)
+    batch = BATCH_DEFAULT
+    try:
+        found = re.search(r"^NUM_ITERATIONS_PER_BENCHMARK\s*=\s*(\d+)", (root / source).read_text(), re.M)
+        batch = int(found[1]) if found else batch
+    except OSError:
+        pass
+    return Timing("batched", batch, source)
 
 
 def import_file(name: str, path: Path) -> ModuleType:

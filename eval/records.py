@@ -36,6 +36,7 @@ class Timing:
     batch: int | None = None
     gap_us: float = 500.0
     emulated: list[str] = field(default_factory=list)  # --emulate-blackwell: what was emulated (not B200 times)
+    reference_emulated: list[str] = field(default_factory=list)  # what of the reference runs emulated in the judge
 
 
 @dataclass
@@ -54,8 +55,16 @@ UNSIZED = ("seed", "dist")  # keywords of a case that do not change its size
 
 
 def size_values(args: dict) -> tuple:
-    """A case's size, e.g. (7168, 16384, 1): its keywords but seed and dist, in order."""
-    return tuple(v for k, v in args.items() if k not in UNSIZED)
+    """A case's size, e.g. (7168, 16384, 1): its keywords but seed and dist, in order (a list-valued
+    keyword, as in the grouped GEMM's per-group sizes, as its items joined by commas)."""
+    return tuple(",".join(map(str, v)) if isinstance(v, (list, tuple)) else v
+                 for k, v in args.items() if k not in UNSIZED)
+
+
+def generate_args(args: dict) -> dict:
+    """A case's keywords as the leaderboard's evaluator hands them to generate_input: a list value
+    (YAML, or JSON on the way to the worker) becomes a tuple, as its spec-line parser makes it."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in args.items()}
 
 
 def size_key(args: dict) -> str:

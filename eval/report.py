@@ -37,7 +37,8 @@ def timer_note(record: RunRecord) -> str:
     where = env.gpu
     if env.sm_count:
         where += f", {env.sm_count} SMs, capability {env.capability}"
-    note = f"device: {where}; timer: {env.timer or '?'}; method: {record.timing.method}"
+    method = record.timing.method + (f" ({record.timing.batch} inputs per sample)" if record.timing.method == "batched" and record.timing.batch else "")
+    note = f"device: {where}; timer: {env.timer or '?'}; method: {method}"
     if env.timer and not env.cuda_available:
         note += "  [HOST TIMER: CPU wall time, not GPU kernel time]"
     return note
@@ -49,6 +50,9 @@ def notes(record: RunRecord) -> list[str]:
     if record.timing.emulated:
         lines.append("EMULATED (--emulate-blackwell): " + "; ".join(map(one_line, record.timing.emulated))
                      + ": a correctness verdict; these times are emulated, not B200 times")
+    if record.timing.reference_emulated:
+        lines.append("REFERENCE EMULATED: " + "; ".join(map(one_line, record.timing.reference_emulated))
+                     + ": outputs are checked against it")
     missing = [f"{one_line(k)}: {one_line(v)}" for k, v in record.environment.sandbox.items()
                if not str(v).startswith(("on", "dropped", "n/a"))]
     if missing:

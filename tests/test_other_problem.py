@@ -29,7 +29,7 @@ def cli(*args, cwd=ROOT, problem=PROBLEM, timeout=300):
     ("honest", None),
     ("new_tensor", None),
     ("wrong", "mismatch found!"),
-    ("mutates_input", "modified its input `data[0]`: custom_kernel may write only its output (data[2])"),
+    ("mutates_input", "modified its input `data[0]` (work done in place on an input carries over to the next call on that buffer): custom_kernel may write only its output (data[2])"),
     ("untouched", "returned the pre-filled data[2] unchanged"),
 ])
 def test_test_mode_judges_the_other_problem(name, reason):

@@ -26,14 +26,41 @@ def unblock_scales(flat: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
     return grid.reshape(row_blocks * 128, col_blocks * 4)[:rows, :cols].to(torch.float32)
 
 
-def scaled_mm_fp4(a, b, scale_a, scale_b, bias=None, out_dtype=None, scale_result=None, use_fast_accum=False):
-    """a [m, k/2] and b [k/2, n] (a transposed [n, k/2] buffer) FP4; scales blocked e4m3."""
+def scaled_mm_fp4(a, b, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False, *,
+                  out=None):
+    """a [m, k/2] and b [k/2, n] (a transposed [n, k/2] buffer) FP4; scales blocked e4m3. The
+    arguments in torch._scaled_mm's order (bias, scale_result, out_dtype, use_fast_accum; out)."""
     m, n, k = a.shape[0], b.shape[1], a.shape[1] * 2
     values_a = decode_fp4_rows(a) * unblock_scales(scale_a, m, k // BLOCK).repeat_interleave(BLOCK, dim=1)
     values_b = decode_fp4_rows(b.t()) * unblock_scales(scale_b, n, k // BLOCK).repeat_interleave(BLOCK, dim=1)
-    out = values_a @ values_b.t()
+    result = values_a @ values_b.t()
     if scale_result is not None:
-        out = out * scale_result
+        result = result * scale_result
     if bias is not None:
-        out = out + bias
-    return out.to(out_dtype or torch.bfloat16)
+        result = result + bias
+    result = result.to(out.dtype if out is not None else (out_dtype or torch.bfloat16))
+    if out is not None:
+        out.copy_(result)
+        return out
+    return result
+
+
+def fp4_available() -> bool:
+    """Whether torch._scaled_mm can run FP4 here: a CUDA GPU of compute capability 10 or later."""
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 10
+
+
+def install() -> None:
+    """torch._scaled_mm in this process: FP4 operands through scaled_mm_fp4, the rest through torch."""
+    original = torch._scaled_mm
+    if getattr(original, "_fp4_emulated", False):
+        return
+    fp4 = getattr(torch, "float4_e2m1fn_x2", None)
+
+    def _scaled_mm(a, b, scale_a, scale_b, *args, **kwargs):
+        if fp4 is not None and (a.dtype == fp4 or b.dtype == fp4):
+            return scaled_mm_fp4(a, b, scale_a, scale_b, *args, **kwargs)
+        return original(a, b, scale_a, scale_b, *args, **kwargs)
+
+    _scaled_mm._fp4_emulated = True
+    torch._scaled_mm = _scaled_mm

@@ -168,6 +168,7 @@ def start_record(mode: str, submission: Path | None, runner: Runner, options: Op
         info = {}
     record.environment = describe_environment(info.get("sandbox"))
     record.timing.emulated = list(info.get("emulated") or [])
+    record.timing.reference_emulated = verdict.reference_emulation()
     return record
 
 
@@ -288,17 +289,19 @@ def check_trial(runner: Runner, result: CaseResult, options: Options, config=Non
 
 
 def _modified_input(data, hashes: dict, args: dict) -> str | None:
-    """The first input tensor whose bytes changed in the call, other than those a kernel may write
-    (the output buffers: what the reference itself writes, and what the problem module allows)."""
+    """The first input tensor whose bytes changed in the call, other than its output buffers (see
+    CaseProfile.outputs). Built to catch one cheat: work done on an input in place (decoded, reordered,
+    partly reduced) that a later call on the same buffer would reuse; the reason says so."""
     problem = problem_folder.current()
     items, keys = problem_folder.flatten(data)
-    writable = case_profile(args).reference_writes | set(problem.hook("WRITABLE_INPUTS", ()))
+    writable = case_profile(args).outputs | set(problem.hook("WRITABLE_INPUTS", ()))
     for index, item in enumerate(items):
         if index in writable or not isinstance(item, torch.Tensor):
             continue
         if hashes.get(str(index)) != verdict.input_hash(item):
-            return (f"modified its input `{problem.input_name(index, keys)}`: custom_kernel may write only "
-                    f"its output{_writable_names(problem, writable, keys)}")
+            return (f"modified its input `{problem.input_name(index, keys)}` (work done in place on an input "
+                    f"carries over to the next call on that buffer): custom_kernel may write only its "
+                    f"output{_writable_names(problem, writable, keys)}")
     return None
 
 
@@ -308,22 +311,38 @@ class CaseProfile:
     items: int  # entries of generate_input's result (tuple/list items, dict values)
     reference_writes: frozenset  # the inputs ref_kernel writes (a pre-allocated output, as in vectoradd)
     output_bytes: int  # the size of ref_kernel's output
+    # inputs a kernel may write: those ref_kernel writes; those whose contents generate_input leaves
+    # undefined (torch.empty: they differ between two generations); and the leaderboard's convention
+    # of a pre-allocated output passed last, shaped like ref_kernel's output, which the reference
+    # may ignore (matmul, prefixsum) while a solution writes it and returns it, or leaves it alone
+    outputs: frozenset = frozenset()
 
 
 _PROFILES: dict = {}
 
 
+def _signature(t) -> tuple:
+    return (tuple(t.shape), t.dtype)
+
+
 def case_profile(args: dict) -> CaseProfile:
-    key = (problem_folder.current().root, tuple(sorted(args.items())))
+    key = (problem_folder.current().root, tuple(sorted((k, repr(v)) for k, v in args.items())))
     if key not in _PROFILES:
         data = verdict.generate(args, args["seed"])
         items = verdict.tensors_of(data)
         before = [verdict.input_hash(t) if isinstance(t, torch.Tensor) else None for t in items]
-        out = problem_folder.current().reference.ref_kernel(data)
+        again = verdict.tensors_of(verdict.generate(args, args["seed"]))  # held beside the first: other memory
+        undefined = {i for i, t in enumerate(again) if before[i] is not None and isinstance(t, torch.Tensor)
+                     and verdict.input_hash(t) != before[i]}
+        del again
+        out = verdict.reference().ref_kernel(data)
         written = frozenset(i for i, t in enumerate(items) if before[i] is not None and verdict.input_hash(t) != before[i])
         outputs = out if isinstance(out, (tuple, list)) else [out]
+        shapes = {_signature(t) for t in outputs if isinstance(t, torch.Tensor)}
+        tensors = [i for i, t in enumerate(items) if isinstance(t, torch.Tensor)]
+        last = {tensors[-1]} if tensors and _signature(items[tensors[-1]]) in shapes else set()
         size = sum(t.numel() * t.element_size() for t in outputs if isinstance(t, torch.Tensor))
-        _PROFILES[key] = CaseProfile(len(items), written, size)
+        _PROFILES[key] = CaseProfile(len(items), written, size, frozenset(written | undefined | last))
     return _PROFILES[key]
 
 

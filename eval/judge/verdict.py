@@ -14,8 +14,10 @@ import numpy as np
 import torch
 
 from eval import problem_folder
+from eval.emulate import scaled_mm
 from eval.judge.channel import WorkerFailure
 from eval.judge.text import one_line
+from eval.records import generate_args
 
 NOT_COMPLETE = ("output was not complete on the current stream when custom_kernel returned "
                 "(work left on another stream? synchronize it with the current stream before returning)")
@@ -35,8 +37,33 @@ def device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def reference_emulation() -> list[str]:
+    """Where the folder's reference (reference.py, or the utils.py beside it) calls torch._scaled_mm,
+    which needs FP4 support this GPU lacks: the exact stand-in (eval/emulate) in the judge's process
+    only; a worker gets it only with --emulate-blackwell. Returns the label for the report."""
+    root = problem_folder.current().root
+    source = ""
+    for name in ("reference.py", "utils.py"):
+        try:
+            source += (root / name).read_text(errors="replace")
+        except OSError:
+            pass
+    if "_scaled_mm" not in source or scaled_mm.fp4_available():
+        return []
+    scaled_mm.install()
+    return ["the reference's torch._scaled_mm on FP4 runs as an exact software GEMM in the judge "
+            "(this GPU has no FP4 GEMM)"]
+
+
+def reference():
+    """The problem's reference module as the judge runs it (with reference_emulation in place)."""
+    reference_emulation()
+    return problem_folder.current().reference
+
+
 def generate(args: dict, seed: int, overrides: dict | None = None):
-    return problem_folder.current().reference.generate_input(**{**args, **(overrides or {}), "seed": int(seed)})
+    return problem_folder.current().reference.generate_input(**{**generate_args(args), **(overrides or {}),
+                                                                 "seed": int(seed)})
 
 
 def tensors_of(data) -> list:
@@ -175,7 +202,7 @@ def _check(data, output: torch.Tensor) -> tuple[bool, str]:
     items, keys = problem_folder.flatten(data)
     items = [t.clone() if _like_output(t, output) else t for t in items]
     shielded = dict(zip(keys, items)) if keys is not None else type(data)(items) if isinstance(data, list) else tuple(items)
-    return problem_folder.current().reference.check_implementation(shielded, output)
+    return reference().check_implementation(shielded, output)
 
 
 def judge_output(data, entry: dict, blob: bytes, synced: dict | None = None) -> str | None:

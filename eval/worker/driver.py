@@ -113,6 +113,7 @@ class Worker:
 
     def make_input(self, args: dict):
         generate = self.reference.generate_input
+        args = {k: tuple(v) if isinstance(v, list) else v for k, v in args.items()}  # as records.generate_args
         return lambda seed, overrides=None: generate(**{**args, **(overrides or {}), "seed": int(seed)})
 
     # -- ops: each ends in exactly one reply ---------------------------------------------------

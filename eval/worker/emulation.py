@@ -16,6 +16,7 @@ import os
 
 import torch
 
+from eval.emulate import scaled_mm
 from eval.emulate.scaled_mm import BLOCK, FP4_VALUES, decode_fp4_rows, scaled_mm_fp4, unblock_scales  # noqa: F401
 
 
@@ -24,15 +25,7 @@ def install() -> list[str]:
     covered = ["torch._scaled_mm on FP4 operands (exact decode, float32 sums)"]
     if torch.cuda.is_available() or os.environ.get("EVAL_GPU_ARCH"):  # a build-only worker knows the GPU's arch
         covered.append(_install_nvcc())
-    original = torch._scaled_mm
-    fp4 = getattr(torch, "float4_e2m1fn_x2", None)
-
-    def _scaled_mm(a, b, scale_a, scale_b, *args, **kwargs):
-        if fp4 is not None and (a.dtype == fp4 or b.dtype == fp4):
-            return scaled_mm_fp4(a, b, scale_a, scale_b, *args, **kwargs)
-        return original(a, b, scale_a, scale_b, *args, **kwargs)
-
-    torch._scaled_mm = _scaled_mm
+    scaled_mm.install()
     return covered
 
 
