@@ -164,12 +164,34 @@ def use(root: str | os.PathLike | None = None) -> Problem:
             del sys.modules[name]
     if str(found) not in sys.path[:1]:
         sys.path.insert(0, str(found))
+    _import_staged_files(found)
     module_path = found / "problem.py"
     module = import_file("problem", module_path) if module_path.is_file() else None
     problem = Problem(found, module)
     _CURRENT[:] = [problem]
     os.environ[DIR_ENV] = str(found)  # workers started from here use the same folder
     return problem
+
+
+def _import_staged_files(root: Path) -> None:
+    """Modules task.yml's `files` place beside the problem from elsewhere (the series' utils.py,
+    source "../utils.py"): imported under the name the runner gives them, as if staged there. The
+    evaluator (config.main) and the submission are not."""
+    import yaml
+
+    try:
+        task = yaml.safe_load((root / "task.yml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return
+    main = str((task.get("config") or {}).get("main") or "eval.py")
+    for entry in task.get("files") or []:
+        if not isinstance(entry, dict):
+            continue
+        name, source = str(entry.get("name", "")), str(entry.get("source", ""))
+        if not name.endswith(".py") or name == main or source.startswith("@") or (root / name).is_file():
+            continue
+        if (root / source).is_file():
+            import_file(name[:-3], (root / source).resolve())
 
 
 def current() -> Problem:

@@ -1,0 +1,299 @@
+"""`python -m eval conform PATH`: our verdict beside the leaderboard's own, on its own problem folders.
+
+PATH is a checkout of gpu-mode/reference-kernels, a series folder in it (problems/pmpp_v2), or one
+problem folder. For every problem folder found (task.yml, task.py, reference.py) and every solution it
+ships (submission.py, solutions/**/*.py), two runs on this machine:
+  official  the folder's own evaluator (task.yml `files` / `config.main`), staged and called the way
+            the leaderboard's runner calls it: the files copied into a scratch folder, the cases
+            written one per line as "key: value; ...", `python3 eval.py MODE CASES` with the write
+            end of a pipe in POPCORN_FD, the pipe's "key: value" lines read back, check == pass.
+  ours      `python -m eval --problem FOLDER MODE SOLUTION --format json` in its own process.
+Where the official evaluator cannot run here (no GPU, or a Blackwell-only call on an older GPU) the
+row says so and shows ours alone; ours then runs with --emulate-blackwell where the folder's reference
+needs the FP4 GEMM this GPU lacks. With `--timing`, both run their benchmarks and the row gives
+ours/official per case. Exit 1 when a verdict differs where both ran.
+
+The official evaluator runs the solutions unsandboxed (as the leaderboard's runner does): run conform
+on code you trust, e.g. the checkout's own solutions. This module never imports solution code.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+from eval import problem_folder
+
+SUBMISSION_MARK = "@SUBMISSION@"  # task.yml's `files` source standing for the submission
+DEFAULT_TIMEOUT = 180.0  # the runner's, where task.yml names none
+PASSING_CODES = (0, 112)  # the evaluator's exit codes for "ran" (112: ran, a check failed)
+PYTHONPATH_ENV = "EVAL_CONFORM_PYTHONPATH"  # PYTHONPATH for the official evaluator only
+
+
+@dataclasses.dataclass
+class Side:
+    """One evaluator's outcome for one solution."""
+    ran: bool  # False: could not run here (why in reason)
+    passed: bool = False
+    reason: str = ""
+    means_ns: list = dataclasses.field(default_factory=list)  # per benchmark case, with --timing
+    seconds: float = 0.0
+
+
+@dataclasses.dataclass
+class Row:
+    problem: str
+    solution: str
+    evaluator: str
+    official: Side
+    ours: Side
+    emulated: bool = False
+
+    @property
+    def agree(self) -> bool | None:
+        return None if not self.official.ran or not self.ours.ran else self.official.passed == self.ours.passed
+
+    @property
+    def ratios(self) -> list:
+        official = self.official.means_ns  # ranking_by "last": the evaluator times the last case only
+        mine = self.ours.means_ns[-len(official):] if official else []
+        return [o / f for o, f in zip(mine, official) if o and f]
+
+
+# -- what a checkout holds --------------------------------------------------------------------------
+
+def find_problems(path: Path) -> list[Path]:
+    """Problem folders at or under path, in the leaderboard's layout."""
+    path = path.resolve()
+    found = [t.parent for t in sorted(path.rglob("task.yml")) if (t.parent / "reference.py").is_file()
+             and (t.parent / "task.py").is_file()]
+    return [p for p in found if not any(part.startswith(".") for part in p.relative_to(path).parts)]
+
+
+def find_solutions(folder: Path) -> list[Path]:
+    """The folder's submission.py and every file under solutions/."""
+    found = [folder / "submission.py"] if (folder / "submission.py").is_file() else []
+    return found + sorted((folder / "solutions").rglob("*.py")) if (folder / "solutions").is_dir() else found
+
+
+def load_task(folder: Path) -> dict:
+    return yaml.safe_load((folder / "task.yml").read_text()) or {}
+
+
+def spec_lines(cases: list[dict]) -> str:
+    """The runner's cases file: one case per line, its keys in task.yml order as "key: value"."""
+    return "".join("; ".join(f"{k}: {v}" for k, v in case.items()) + "\n" for case in cases)
+
+
+def mode_cases(task: dict, mode: str) -> list[dict]:
+    if mode == "test":
+        return list(task.get("tests") or [])
+    benchmarks = list(task.get("benchmarks") or [])
+    return benchmarks[-1:] if task.get("ranking_by", "last") == "last" else benchmarks
+
+
+# -- the official evaluator ---------------------------------------------------------------------------
+
+def stage(folder: Path, solution: Path, dest: Path, task: dict) -> str:
+    """Copy what task.yml's `files` name into dest (the submission in its place); returns the
+    evaluator's source as task.yml gives it."""
+    main = str((task.get("config") or {}).get("main") or "eval.py")
+    evaluator = main
+    for entry in task.get("files") or []:
+        name, source = str(entry["name"]), str(entry["source"])
+        origin = solution if source == SUBMISSION_MARK else (folder / source)
+        if name == main:
+            evaluator = source
+        if not origin.is_file():
+            raise FileNotFoundError(f"{folder.name}/task.yml names {source}, which this checkout lacks")
+        shutil.copyfile(origin, dest / name)
+    return evaluator
+
+
+def _drain(fd: int, sink: list) -> None:
+    with os.fdopen(fd, "r", errors="replace") as reader:
+        sink.append(reader.read())
+
+
+def run_popcorn(args: list[str], cwd: Path, timeout: float) -> tuple[int | None, dict, str]:
+    """Run the evaluator with POPCORN_FD; (exit code or None on timeout, the pipe's key: value
+    lines, stderr's tail)."""
+    read_end, write_end = os.pipe()
+    env = {**os.environ, "POPCORN_FD": str(write_end)}
+    env.pop("POPCORN_SEED", None)  # a public run
+    env.pop("PYTHONPATH", None)
+    if os.environ.get(PYTHONPATH_ENV):  # e.g. a shim the evaluator's imports need on this machine
+        env["PYTHONPATH"] = os.environ[PYTHONPATH_ENV]
+    proc = subprocess.Popen(args, cwd=cwd, env=env, pass_fds=[write_end], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
+    os.close(write_end)
+    sink: list = []
+    reader = threading.Thread(target=_drain, args=(read_end, sink), daemon=True)
+    reader.start()
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, stderr = proc.communicate()
+        code = None
+    reader.join(timeout=30)
+    fields = {}
+    for line in (sink[0] if sink else "").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip():
+            fields[key.strip()] = value.strip()
+    return code, fields, stderr or ""
+
+
+def _last_error(stderr: str) -> str:
+    lines = [l.strip() for l in stderr.strip().splitlines() if l.strip()]
+    errors = [l for l in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", l)]
+    return (errors or lines or ["no output"])[-1][:300]
+
+
+def official(folder: Path, solution: Path, mode: str, timing: bool) -> tuple[Side, str]:
+    task = load_task(folder)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="conform-") as scratch:
+        work = Path(scratch)
+        try:
+            evaluator = stage(folder, solution, work, task)
+        except (OSError, KeyError) as exc:
+            return Side(False, reason=f"cannot stage: {exc}"), "?"
+        (work / "cases.txt").write_text(spec_lines(mode_cases(task, mode)))
+        timeout = float(task.get("test_timeout" if mode == "test" else "benchmark_timeout") or DEFAULT_TIMEOUT)
+        code, fields, stderr = run_popcorn([sys.executable, "eval.py", mode, "cases.txt"], work, timeout)
+    seconds = time.monotonic() - started
+    if code is None:
+        return Side(False, reason=f"timed out after {timeout:.0f} s", seconds=seconds), evaluator
+    if code not in PASSING_CODES or "check" not in fields:
+        return Side(False, reason=f"cannot run here (exit {code}): {_last_error(stderr)}", seconds=seconds), evaluator
+    passed = fields["check"] == "pass"
+    reason = "" if passed else _official_reason(fields)
+    means = []
+    if timing:
+        count = int(fields.get("benchmark-count", 0) or 0)
+        means = [float(fields.get(f"benchmark.{i}.mean", 0) or 0) for i in range(count)]
+    return Side(True, passed, reason, means, seconds), evaluator
+
+
+def _official_reason(fields: dict) -> str:
+    for key, value in fields.items():
+        if key.endswith(".error") or key.endswith(".message"):
+            return value[:300]
+    return ""
+
+
+# -- ours ---------------------------------------------------------------------------------------------
+
+def ours(folder: Path, solution: Path, mode: str, emulate: bool, timing: bool) -> Side:
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="conform-ours-") as scratch:
+        report = Path(scratch) / "record.json"
+        command = [sys.executable, "-m", "eval", "--problem", str(folder), mode, str(solution),
+                   "--format", "json", "-o", str(report), *(["--emulate-blackwell"] if emulate else [])]
+        if mode != "test":
+            command += ["--cases", "benchmarks"]
+        env = {**os.environ, "PYTHONPATH": str(problem_folder.ROOT)}
+        env.pop(problem_folder.DIR_ENV, None)
+        proc = subprocess.run(command, capture_output=True, text=True, errors="replace", env=env,
+                              cwd=problem_folder.ROOT)
+        if not report.is_file():
+            return Side(False, reason=f"exit {proc.returncode}: {_last_error(proc.stderr)}",
+                        seconds=time.monotonic() - started)
+        record = json.loads(report.read_text())
+    failed = next((c for c in record.get("cases", []) if c.get("status") != "pass"), None)
+    reason = record.get("error") or (failed or {}).get("error") or ""
+    means = [((c.get("stats") or {}).get("mean") or 0) for c in record.get("cases", [])] if timing else []
+    return Side(True, bool(record.get("passed")), reason, means, time.monotonic() - started)
+
+
+def needs_emulation(folder: Path) -> bool:
+    """The folder's reference calls torch._scaled_mm and this machine has no FP4 GEMM."""
+    from eval.emulate import scaled_mm
+
+    text = "".join((folder / n).read_text(errors="replace") for n in ("reference.py",) if (folder / n).is_file())
+    return "_scaled_mm" in text and not scaled_mm.fp4_available()
+
+
+# -- the table ----------------------------------------------------------------------------------------
+
+def conform(path: Path, timing: bool = False, only: str | None = None, progress=None, jobs: int = 1) -> list[Row]:
+    """Every solution of every problem under path, in table order. jobs > 1 runs that many
+    solutions' verdicts at once; timing runs (--timing) always run one at a time, after them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = path.resolve()
+    work = []
+    for folder in find_problems(base):
+        if only and not re.search(only, str(folder.relative_to(base.parent))):
+            continue
+        emulate = needs_emulation(folder)
+        work += [(folder, solution, emulate) for solution in find_solutions(folder)]
+
+    def verdicts(item) -> Row:
+        folder, solution, emulate = item
+        side, evaluator = official(folder, solution, "test", False)
+        row = Row(str(folder.relative_to(base.parent)), str(solution.relative_to(folder)), evaluator, side,
+                  ours(folder, solution, "test", emulate, False), emulate)
+        if progress:
+            progress(row)
+        return row
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        rows = list(pool.map(verdicts, work))
+    for (folder, solution, emulate), row in zip(work, rows):
+        if timing and row.official.ran and row.official.passed and row.ours.passed:
+            row.official.means_ns = official(folder, solution, "benchmark", True)[0].means_ns
+            row.ours.means_ns = ours(folder, solution, "benchmark", emulate, True).means_ns
+    return rows
+
+
+def verdict_text(side: Side) -> str:
+    if not side.ran:
+        return "cannot run"
+    return "pass" if side.passed else "fail"
+
+
+def render(rows: list[Row], fmt: str = "table") -> str:
+    from eval.judge.text import for_markdown, one_line
+
+    header = ["problem", "solution", "official", "ours", "same", "ours/official", "evaluator", "reason"]
+    lines = []
+    for r in rows:
+        same = {True: "yes", False: "NO", None: "—"}[r.agree]
+        ratio = " ".join(f"{x:.3f}" for x in r.ratios) or "—"
+        reason = r.ours.reason if r.agree is not True or not r.ours.passed else ""
+        if not r.official.ran:
+            reason = f"official: {r.official.reason}" + (f"; ours: {r.ours.reason}" if r.ours.reason else "")
+        ours_text = verdict_text(r.ours) + (" (emulated)" if r.emulated else "")
+        lines.append([r.problem, r.solution, verdict_text(r.official), ours_text, same, ratio, r.evaluator,
+                      one_line(reason)[:160]])
+    if fmt == "markdown":
+        out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(for_markdown(c) for c in line) + " |" for line in lines]
+        return "\n".join(out)
+    widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(header)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+    out += ["  ".join(c.ljust(w) for c, w in zip(line, widths)) for line in lines]
+    return "\n".join(out)
+
+
+def summary(rows: list[Row]) -> str:
+    both = [r for r in rows if r.agree is not None]
+    differ = [r for r in both if not r.agree]
+    alone = len(rows) - len(both)
+    return (f"{len(rows)} solution(s): {len(both) - len(differ)} same verdict, {len(differ)} different, "
+            f"{alone} where the official evaluator cannot run here")

@@ -1,0 +1,52 @@
+"""`python -m eval conform` on a fake checkout of our own (tests/problems/conventions: one folder per
+convention the leaderboard's folders use, and a minimal evaluator in its runner's protocol, written
+here): the same verdict as that evaluator on every row where it runs; the FP4-GEMM reference, which
+cannot run without Blackwell, judged by ours through the exact emulation in the judge."""
+import os
+import subprocess
+import sys
+
+from eval import cases, problem_folder
+from tests.conftest import ROOT
+
+CONVENTIONS = ROOT / "tests" / "problems" / "conventions"
+
+
+def test_conform_agrees_with_the_evaluator_on_every_convention(tmp_path):
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path)}
+    env.pop(problem_folder.DIR_ENV, None)
+    out = subprocess.run([sys.executable, "-m", "eval", "conform", str(CONVENTIONS), "--format", "markdown"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    rows = {tuple(c.strip() for c in line.split("|")[1:3]): line for line in out.stdout.splitlines()
+            if line.startswith("| conventions/")}
+    assert len(rows) == 13, out.stdout
+    for (problem, solution), line in rows.items():
+        if "fp4_reference" in problem:  # the evaluator needs an FP4 GEMM: ours alone, emulated
+            expected = "fail (emulated)" if "wrong" in solution else "pass (emulated)"
+            assert "cannot run" in line and expected in line, line
+        else:
+            assert "| yes |" in line, line
+    assert "0 different" in out.stdout
+
+
+def test_timing_method_is_the_declared_evaluators():
+    assert problem_folder.declared_timing(CONVENTIONS / "batched_evaluator") == \
+        problem_folder.Timing("batched", 7, "../eval_better_bench.py")
+    assert problem_folder.declared_timing(CONVENTIONS / "list_keys").method == "per-call"
+    assert problem_folder.declared_timing(ROOT).method == "per-call"
+
+
+def test_list_keys_and_the_series_utils(monkeypatch):
+    monkeypatch.delenv(problem_folder.DIR_ENV, raising=False)
+    try:
+        problem = problem_folder.use(CONVENTIONS / "list_keys")
+        assert sys.modules["utils"].__file__ == str(CONVENTIONS / "utils.py")  # task.yml: ../utils.py
+        case = cases.make_case({"sizes": [3, 17, 64], "width": 8, "seed": 21})
+        assert case.spec == "sizes: [3, 17, 64]; width: 8; seed: 21"  # as the runner writes it
+        assert case.key == "3,17,64x8"
+        from eval.judge import verdict
+        assert len(verdict.generate(case.args, 21)) == 3  # generate_input got a tuple
+        assert problem.name == "list_keys"
+    finally:
+        problem_folder.use(ROOT)
