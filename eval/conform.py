@@ -132,9 +132,10 @@ def run_popcorn(args: list[str], cwd: Path, timeout: float) -> tuple[int | None,
     read_end, write_end = os.pipe()
     env = {**os.environ, "POPCORN_FD": str(write_end)}
     env.pop("POPCORN_SEED", None)  # a public run
-    env.pop("PYTHONPATH", None)
-    if os.environ.get(PYTHONPATH_ENV):  # e.g. a shim the evaluator's imports need on this machine
-        env["PYTHONPATH"] = os.environ[PYTHONPATH_ENV]
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)  # the user's, not the harness's
+             if p and Path(p).resolve() != problem_folder.ROOT]
+    paths[:0] = [os.environ[PYTHONPATH_ENV]] if os.environ.get(PYTHONPATH_ENV) else []  # e.g. a shim
+    env["PYTHONPATH"] = os.pathsep.join(paths)
     proc = subprocess.Popen(args, cwd=cwd, env=env, pass_fds=[write_end], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
     os.close(write_end)
@@ -206,7 +207,8 @@ def ours(folder: Path, solution: Path, mode: str, emulate: bool, timing: bool) -
                    "--format", "json", "-o", str(report), *(["--emulate-blackwell"] if emulate else [])]
         if mode != "test":
             command += ["--cases", "benchmarks"]
-        env = {**os.environ, "PYTHONPATH": str(problem_folder.ROOT)}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(problem_folder.ROOT),
+                                                                        os.environ.get("PYTHONPATH")]))}
         env.pop(problem_folder.DIR_ENV, None)
         proc = subprocess.run(command, capture_output=True, text=True, errors="replace", env=env,
                               cwd=problem_folder.ROOT)
@@ -225,7 +227,7 @@ def needs_emulation(folder: Path) -> bool:
     from eval.emulate import scaled_mm
 
     text = "".join((folder / n).read_text(errors="replace") for n in ("reference.py",) if (folder / n).is_file())
-    return "_scaled_mm" in text and not scaled_mm.fp4_available()
+    return bool(re.search(r"^[^#\n]*\b_scaled_mm\s*\(", text, re.M)) and not scaled_mm.fp4_available()
 
 
 # -- the table ----------------------------------------------------------------------------------------

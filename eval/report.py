@@ -180,9 +180,12 @@ def markdown(record: RunRecord) -> str:
              *[f"_{for_markdown(line)}_" for line in notes(record) if line.startswith("EMULATED")], ""]
     if record.error:
         return "\n".join(lines + [f"FAIL: {for_markdown(record.error)}"])
-    if record.mode == "test":
+    if record.mode == "test" or any(c.passed and c.stats is None for c in record.cases):  # test, profile
         lines += ["| case | status | reason |", "|---|---|---|"]
         lines += [f"| {for_markdown(c.label)} | {c.status} | {for_markdown(c.error or '')} |" for c in record.cases]
+        lines += [f"\n{for_markdown(c.label)}:\n```\n{c.report.replace('```', '` ` `')}\n```" for c in record.cases
+                  if c.report]
+        lines += [for_markdown(line) for line in notes(record)]
         return "\n".join(lines)
     lines += ["| case | mean ± err µs | best µs | GB/s | % SOL | × floor |", "|---|---|---|---|---|---|"]
     nan = float("nan")
@@ -192,7 +195,7 @@ def markdown(record: RunRecord) -> str:
             continue
         s, sol = c.stats, c.sol
         lines.append(
-            f"| {c.label} | {s.mean / 1e3:.2f} ± {s.err / 1e3:.2f} | {_us(s.best)} | "
+            f"| {for_markdown(c.label)} | {s.mean / 1e3:.2f} ± {s.err / 1e3:.2f} | {_us(s.best)} | "
             f"{sol.gb_s if sol else 0:.0f} | {sol.pct_datasheet if sol and sol.pct_datasheet is not None else nan:.1f} | "
             f"{sol.x_floor if sol and sol.x_floor is not None else nan:.2f} |"
         )

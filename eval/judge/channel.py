@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import glob
 import hashlib
 import hmac
 import json
@@ -168,10 +169,14 @@ def _worker_env(private: Private, gpu: bool) -> dict:
     env = {k: v for k, v in os.environ.items() if k in passed or k.startswith(ENV_PREFIXES)}
     home, builds = private.home, private.builds
     env.update(
-        EVAL_WORKER_PATH=os.pathsep.join([str(problem.root), str(ROOT), *_user_paths()]),  # the problem's files first
+        # the harness first: a problem folder may hold an eval.py of its own (the leaderboard's
+        # problem-specific evaluators), which must not shadow the `eval` package; the worker's
+        # problem_folder.use() then puts the folder first for reference.py and task.py
+        EVAL_WORKER_PATH=os.pathsep.join([str(ROOT), str(problem.root), *_user_paths()]),
         EVAL_PROBLEM_DIR=str(problem.root),
         PYTHONUNBUFFERED="1",
         HOME=str(home),
+        USER="eval-worker", LOGNAME="eval-worker",  # getpass.getuser(): the worker's uid has no passwd entry
         TMPDIR=str(private.tmp),
         XDG_CACHE_HOME=str(home / ".cache"),
         XDG_CONFIG_HOME=str(home / ".config"),
@@ -265,7 +270,7 @@ class WorkerProcess:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        writable = [str(private.root), str(private.builds), "/dev"]
+        writable = [str(private.root), str(private.builds), *_device_paths()]
         cmd = [sys.executable, "-I", "-B", "-c", BOOT, str(req_r), str(rep_w), str(key_r), str(lib.path), level,
                str(uid if uid is not None else -1), *writable]
         with open(self.log_path, "ab") as log:
@@ -286,8 +291,7 @@ class WorkerProcess:
                              import_timeout, build_limit=build_limit)
         self.load_info = _parse_info(reply.header.get("text"))
         self.load_info["load_s"] = round(time.monotonic() - started, 2)
-        if self.submission and self.private:
-            build_cache.store(self.build_key, self.private.builds)
+        self._store_builds = bool(self.submission and self.private)  # at close, once the worker is dead
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -302,12 +306,17 @@ class WorkerProcess:
                 pass
             _kill_rest(self.process.pid, self.uid)
             self.process.wait(timeout=30)
+            _kill_rest(self.process.pid, self.uid, settle=True)
+            _sweep_shared_memory(self.uid)
             for fd in (self.request_fd, self.reply_fd):
                 try:
                     os.close(fd)
                 except OSError:
                     pass
         if self.private:
+            if getattr(self, "_store_builds", False):
+                build_cache.store(self.build_key, self.private.builds, self.uid)
+            self._store_builds = False
             shutil.rmtree(self.private.root, ignore_errors=True)
             self.private.slot.release()
         self.process, self.private, self.request_fd, self.reply_fd = None, None, -1, -1
@@ -457,15 +466,53 @@ def _compiling(session: int) -> bool:
     return any(sid == session and comm in COMPILERS for _, comm, sid, _ in _processes())
 
 
-def _kill_rest(session: int, uid: int | None) -> None:
+DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+SHARED_MEMORY = "/dev/shm"
+
+
+def _device_paths() -> list[str]:
+    """What of /dev a worker may write: the GPU's device files and the usual character devices
+    (opened for writing, never renamed or replaced: Landlock grants files, not the /dev folder), and
+    /dev/shm (POSIX semaphores and shared memory; what its uid leaves there is deleted at close)."""
+    found = [p for p in (*DEVICE_FILES, *sorted(glob.glob("/dev/nvidia*")), *sorted(glob.glob("/dev/dri/*")))
+             if os.path.exists(p) and not os.path.isdir(p)]
+    return found + ([SHARED_MEMORY] if os.path.isdir(SHARED_MEMORY) else [])
+
+
+def _sweep_shared_memory(uid: int | None) -> None:
+    """Delete what the worker's own uid left in /dev/shm (it outlives processes)."""
+    if uid is None:
+        return
+    try:
+        entries = list(os.scandir(SHARED_MEMORY))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.stat(follow_symlinks=False).st_uid == uid:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+        except OSError:
+            pass
+
+
+def _kill_rest(session: int, uid: int | None, settle: bool = False) -> None:
     """SIGKILL everything the worker started: its session (which no process of it can leave) and,
-    where it has a uid of its own, every process of that uid."""
-    for pid, _, sid, owner in _processes():
-        if sid == session or (uid is not None and owner == uid):
+    where it has a uid of its own, every process of that uid. settle: again and again until a
+    pass finds none (a chain of forks outruns one pass over /proc), for at most 5 s."""
+    deadline = time.monotonic() + 5
+    while True:
+        found = [pid for pid, _, sid, owner in _processes() if sid == session or (uid is not None and owner == uid)]
+        for pid in found:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+        if not settle or not found or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
 
 
 def _parse_info(raw) -> dict:

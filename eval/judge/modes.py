@@ -313,16 +313,12 @@ class CaseProfile:
     output_bytes: int  # the size of ref_kernel's output
     # inputs a kernel may write: those ref_kernel writes; those whose contents generate_input leaves
     # undefined (torch.empty: they differ between two generations); and the leaderboard's convention
-    # of a pre-allocated output passed last, shaped like ref_kernel's output, which the reference
+    # of a pre-allocated output passed last, shaped like ref_kernel's output (any dtype), which the reference
     # may ignore (matmul, prefixsum) while a solution writes it and returns it, or leaves it alone
     outputs: frozenset = frozenset()
 
 
 _PROFILES: dict = {}
-
-
-def _signature(t) -> tuple:
-    return (tuple(t.shape), t.dtype)
 
 
 def case_profile(args: dict) -> CaseProfile:
@@ -338,9 +334,9 @@ def case_profile(args: dict) -> CaseProfile:
         out = verdict.reference().ref_kernel(data)
         written = frozenset(i for i, t in enumerate(items) if before[i] is not None and verdict.input_hash(t) != before[i])
         outputs = out if isinstance(out, (tuple, list)) else [out]
-        shapes = {_signature(t) for t in outputs if isinstance(t, torch.Tensor)}
+        shapes = {tuple(t.shape) for t in outputs if isinstance(t, torch.Tensor)}  # dtype may differ (prefixsum)
         tensors = [i for i, t in enumerate(items) if isinstance(t, torch.Tensor)]
-        last = {tensors[-1]} if tensors and _signature(items[tensors[-1]]) in shapes else set()
+        last = {tensors[-1]} if tensors and tuple(items[tensors[-1]].shape) in shapes else set()
         size = sum(t.numel() * t.element_size() for t in outputs if isinstance(t, torch.Tensor))
         _PROFILES[key] = CaseProfile(len(items), written, size, frozenset(written | undefined | last))
     return _PROFILES[key]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 
 import numpy as np
 import torch
@@ -48,7 +49,8 @@ def reference_emulation() -> list[str]:
             source += (root / name).read_text(errors="replace")
         except OSError:
             pass
-    if "_scaled_mm" not in source or scaled_mm.fp4_available():
+    calls = re.search(r"^[^#\n]*\b_scaled_mm\s*\(", source, re.M)  # a call, not a comment or a docstring's mention
+    if not calls or scaled_mm.fp4_available():
         return []
     scaled_mm.install()
     return ["the reference's torch._scaled_mm on FP4 runs as an exact software GEMM in the judge "

@@ -882,12 +882,20 @@ static const char* seal_memory(const std::vector<Range>& ranges) {
   b.stmt(BPF_LD | BPF_W | BPF_ABS, ARCH);
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_THIS, "", "allow");
   b.stmt(BPF_LD | BPF_W | BPF_ABS, NR);
+  // no filter after this one: a later filter returning SECCOMP_RET_TRAP / USER_NOTIF for this
+  // library's own system calls (matched by instruction pointer) would answer them in its place:
+  // getrandom's seeds, the clock, the mprotect that hides the key page
+  b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_seccomp, "deny", "");
+  b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, "prctl", "");
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, "check", "");
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_pkey_mprotect, "check", "");
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_munmap, "check", "");
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_madvise, "check", "");
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_mremap, "mremap", "");
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, "mmap", "allow");
+  b.label("prctl");
+  b.stmt(BPF_LD | BPF_W | BPF_ABS, ARG0);
+  b.jump(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_SECCOMP, "deny", "allow");
   b.label("mremap");  // moving a mapping onto a fixed address is refused outright (from other code)
   b.stmt(BPF_LD | BPF_W | BPF_ABS, ARG3);
   b.jump(BPF_JMP | BPF_JSET | BPF_K, 2 /* MREMAP_FIXED */, "own", "check");

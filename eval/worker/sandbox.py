@@ -7,7 +7,8 @@ nothing, the judge's last resort when CUDA does not work inside the sandbox):
   no_new_privs   no setuid binary can give privileges back
   capabilities   when still root: all dropped, so no CAP_SYS_PTRACE / CAP_DAC_OVERRIDE (the judge is
                  non-dumpable, so its /proc/<pid>/fd cannot be opened without them)
-  landlock       writes only below the given folders (scratch, cache, /dev); reads anywhere. Landlock
+  landlock       writes only below the given folders (scratch, cache, /dev/shm) and to the given
+                 device files (GPU, null, zero...: written, never renamed or replaced); reads anywhere. Landlock
                  binds the calling thread and threads it makes later: the submission's Python runs in
                  this thread or in threads it starts; threads the CUDA driver or torch started before
                  are not bound (no Python runs there)
@@ -123,12 +124,14 @@ def _landlock(arch: str, writable: list[str]) -> str:
     if ruleset < 0:
         return f"unavailable ({_err()})"
     try:
+        file_access = (1 << 1) | (1 << 14 if abi >= 3 else 0)  # write, truncate: what applies to a file
         for path in writable:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
                 continue
-            rule = ctypes.create_string_buffer(struct.pack("=Qi", access, fd))
+            rights = access if os.path.isdir(path) else file_access  # a device file: written, not replaced
+            rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd))
             _libc.syscall(nr["landlock_add_rule"], ctypes.c_int(ruleset), ctypes.c_int(1), rule, ctypes.c_uint32(0))
             os.close(fd)
         if _libc.syscall(nr["landlock_restrict_self"], ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
