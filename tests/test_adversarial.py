@@ -38,7 +38,7 @@ def first_reason(record):
 def traces():
     """What a forgery could leave: files in the real results/ and .pth files in site-packages."""
     real = ROOT / "results"
-    found = {str(p) for p in real.rglob("*")} if real.exists() else set()
+    found = {str(p) for p in real.rglob("*") if not p.name.startswith("sol-")} if real.exists() else set()  # floors: the judge's
     for d in site.getsitepackages() + [site.getusersitepackages()]:
         found |= set(glob.glob(str(Path(d) / "*.pth")))
     return found

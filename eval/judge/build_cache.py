@@ -77,7 +77,7 @@ def seed(name: str, dest: Path) -> bool:
     return True
 
 
-def _copy_tree(src: Path, dest: Path, budget: int, owner: int | None = None) -> int:
+def _copy_tree(src: Path, dest: Path, budget: int, owner: int | None = None, before: int | None = None) -> int:
     """Copy regular files and folders (mtimes kept: ninja sees no change), never following or
     copying a link (a worker's folder may hold links aimed anywhere), at most `budget` bytes;
     returns the bytes left (negative: over budget, the copy stopped)."""
@@ -86,15 +86,15 @@ def _copy_tree(src: Path, dest: Path, budget: int, owner: int | None = None) -> 
         for item in items:
             target = dest / item.name
             if item.is_dir(follow_symlinks=False):
-                budget = _copy_tree(Path(item.path), target, budget, owner)
+                budget = _copy_tree(Path(item.path), target, budget, owner, before)
             elif item.is_file(follow_symlinks=False):
-                budget = _copy_file(item.path, target, budget, owner)
+                budget = _copy_file(item.path, target, budget, owner, before)
             if budget < 0:
                 return budget
     return budget
 
 
-def _copy_file(path: str, target: Path, budget: int, owner: int | None = None) -> int:
+def _copy_file(path: str, target: Path, budget: int, owner: int | None = None, before: int | None = None) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -103,6 +103,8 @@ def _copy_file(path: str, target: Path, budget: int, owner: int | None = None) -
         info = os.fstat(source.fileno())
         if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or (owner is not None and info.st_uid != owner):
             return budget  # only files the worker itself wrote: no hard link to someone else's file
+        if before is not None and info.st_ctime_ns > before:
+            return budget  # changed after the import (while custom_kernel ran): not a build product
         budget -= info.st_size
         if budget < 0:
             return budget
@@ -113,11 +115,12 @@ def _copy_file(path: str, target: Path, budget: int, owner: int | None = None) -
     return budget
 
 
-def store(name: str, src: Path, owner: int | None = None) -> bool:
+def store(name: str, src: Path, owner: int | None = None, before: int | None = None) -> bool:
     """Keep a worker's build folder as the entry `name` when there is none yet (atomically: a
     rename). Returns True when stored. Files are the judge's, readable by workers, writable by none.
     Called once the worker and everything it started are dead (nothing can swap a folder for a link
-    while the judge walks it); owner: the worker's own uid, whose files alone are kept."""
+    while the judge walks it); owner: the worker's own uid, whose files alone are kept; before: only
+    files whose inode last changed before this time (ns; the end of the import) are kept."""
     entry = root() / name
     if entry.exists() or not src.is_dir() or not any(src.iterdir()):
         return False
@@ -129,7 +132,7 @@ def store(name: str, src: Path, owner: int | None = None) -> bool:
             return False
         staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root()))
         try:
-            if _copy_tree(src, staging, MAX_ENTRY_BYTES, owner) < 0:
+            if _copy_tree(src, staging, MAX_ENTRY_BYTES, owner, before) < 0:
                 raise OSError("build folder too large to keep")
             for folder, _, _ in os.walk(staging):
                 os.chmod(folder, 0o755)

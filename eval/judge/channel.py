@@ -292,6 +292,7 @@ class WorkerProcess:
         self.load_info = _parse_info(reply.header.get("text"))
         self.load_info["load_s"] = round(time.monotonic() - started, 2)
         self._store_builds = bool(self.submission and self.private)  # at close, once the worker is dead
+        self._built_by = time.time_ns()  # what the import built; later changes are not kept (ctime)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -315,7 +316,7 @@ class WorkerProcess:
                     pass
         if self.private:
             if getattr(self, "_store_builds", False):
-                build_cache.store(self.build_key, self.private.builds, self.uid)
+                build_cache.store(self.build_key, self.private.builds, self.uid, self._built_by)
             self._store_builds = False
             shutil.rmtree(self.private.root, ignore_errors=True)
             self.private.slot.release()
