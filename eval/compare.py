@@ -102,10 +102,16 @@ def _collect(sides: list[Side], case: Case, options: modes.Options, rounds: int,
     for round_size, keep in [(1, False)] + [(per_round, True)] * rounds:
         for i, side in enumerate(sides):
             if side.runner:
+                others = [s.runner.worker for s in sides if s is not side and s.runner]
                 try:
+                    for other in others:  # the side not timed now cannot run (its threads included)
+                        other.freeze(True)
                     got = modes.samples(side.runner, modes.new_case(case, options), options, round_size)
                 except modes.WorkerFailure as failure:
                     raise modes.WorkerFailure(f"{side.name} on {case.label}: {failure.reason}")
+                finally:
+                    for other in others:
+                        other.freeze(False)
                 collected[i] += got if keep else []
     return collected
 

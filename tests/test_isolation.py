@@ -202,3 +202,19 @@ def test_the_sandbox_refuses_leaving_the_session_and_new_namespaces():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          start_new_session=False)
     assert "setsid refused" in out.stdout and "unshare refused" in out.stdout, out.stdout + out.stderr
+
+
+def test_compare_freezes_the_side_not_timed(tmp_path):
+    """While one side of compare is timed, every process of the other is stopped (its spinning
+    threads included), and continues afterwards."""
+    from eval.judge.channel import WorkerProcess
+
+    worker = WorkerProcess(TORCH_REF, tmp_path / "w.log")
+    try:
+        worker.start(120)
+        worker.freeze(True)
+        assert _state(worker.process.pid) == "T"
+        worker.freeze(False)
+        assert _state(worker.process.pid) != "T"
+    finally:
+        worker.close()

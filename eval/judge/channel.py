@@ -297,6 +297,24 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def freeze(self, frozen: bool) -> None:
+        """Stop (True) or continue (False) every process of the worker: its session and, where it
+        has one, its own uid. compare freezes the side that is not being timed, so that side's
+        threads cannot take the CPU from the other's measurement."""
+        if not self.alive():
+            return
+        wanted = signal.SIGSTOP if frozen else signal.SIGCONT
+        pids = [pid for pid, _, sid, owner in _processes()
+                if sid == self.process.pid or (self.uid is not None and owner == self.uid)]
+        for pid in pids:
+            try:
+                os.kill(pid, wanted)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 2.0  # a stop is delivered asynchronously: wait until it holds
+        while frozen and time.monotonic() < deadline and any(_running(pid) for pid in pids):
+            time.sleep(0.001)
+
     def close(self) -> None:
         """Kill the worker's whole process group (and every process of its own uid), then delete its
         private folders."""
@@ -446,6 +464,15 @@ def _sweep_dead(folder: Path) -> None:
             shutil.rmtree(item, ignore_errors=True)
         except (ValueError, PermissionError):
             pass
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not stopped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "TtZX"
 
 
 def _processes():
