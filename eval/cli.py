@@ -326,11 +326,12 @@ def rank(subs, case_set, method, timeout, allow_narrow):
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--timing", is_flag=True, help="Also run both evaluators' benchmarks: ours/official per case.")
 @click.option("--only", default=None, metavar="REGEX", help="Only problem folders whose path matches.")
+@click.option("--solutions", default=None, metavar="REGEX", help="Only solutions whose path in the folder matches.")
 @click.option("--jobs", default=1, show_default=True, help="Solutions judged at once (verdicts; timing runs one at a time).")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the table to this file.")
-def conform(path, timing, only, jobs, fmt, output):
+def conform(path, timing, only, solutions, jobs, fmt, output):
     """Our verdict beside the leaderboard's own evaluator on every problem folder and shipped solution
     under PATH (a reference-kernels checkout, a series folder, or one problem). Exit 1 on a verdict
     that differs where both ran. The official evaluator runs solutions unsandboxed, as its runner does."""
@@ -344,7 +345,7 @@ def conform(path, timing, only, jobs, fmt, output):
         click.echo(f"  {row.problem}/{row.solution}: official {conformance.verdict_text(row.official)}, "
                    f"ours {conformance.verdict_text(row.ours)}", err=True)
 
-    rows = conformance.conform(path, timing, only, progress, jobs)
+    rows = conformance.conform(path, timing, only, progress, jobs, solutions)
     text = conformance.render(rows, fmt) + "\n" + conformance.summary(rows)
     click.echo(text)
     if output:

@@ -232,7 +232,8 @@ def needs_emulation(folder: Path) -> bool:
 
 # -- the table ----------------------------------------------------------------------------------------
 
-def conform(path: Path, timing: bool = False, only: str | None = None, progress=None, jobs: int = 1) -> list[Row]:
+def conform(path: Path, timing: bool = False, only: str | None = None, progress=None, jobs: int = 1,
+            solutions: str | None = None) -> list[Row]:
     """Every solution of every problem under path, in table order. jobs > 1 runs that many
     solutions' verdicts at once; timing runs (--timing) always run one at a time, after them."""
     from concurrent.futures import ThreadPoolExecutor
@@ -243,7 +244,8 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
         if only and not re.search(only, str(folder.relative_to(base.parent))):
             continue
         emulate = needs_emulation(folder)
-        work += [(folder, solution, emulate) for solution in find_solutions(folder)]
+        work += [(folder, solution, emulate) for solution in find_solutions(folder)
+                 if not solutions or re.search(solutions, str(solution.relative_to(folder)))]
 
     def verdicts(item) -> Row:
         folder, solution, emulate = item
