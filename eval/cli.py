@@ -60,8 +60,9 @@ def run_options(default_cases: str):
             click.option("--format", "fmt", type=click.Choice(report.FORMATS), default="table", show_default=True),
             click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
                          help="Also write the formatted report to this file."),
-            click.option("--allow-narrow", is_flag=True,
-                         help="A kernel right only on the leaderboard's narrow data: warn instead of fail."),
+            click.option("--fail-narrow/--allow-narrow", "fail_narrow", default=False, show_default=True,
+                         help="A kernel right on the leaderboard's data but wrong on full-range data: the "
+                              "leaderboard's verdict (pass, with a warning) or a failure (for search loops)."),
             click.option("--emulate-blackwell", is_flag=True,
                          help="Exact stand-ins for Blackwell-only calls (torch._scaled_mm on FP4) on an older GPU: "
                               "a correctness verdict; times are labelled emulated."),
@@ -72,7 +73,7 @@ def run_options(default_cases: str):
     return decorate
 
 
-def make_options(method=None, batch=None, gap_us=500.0, timeout=600.0, dist=None, allow_narrow=False,
+def make_options(method=None, batch=None, gap_us=500.0, timeout=600.0, dist=None, fail_narrow=False,
                  emulate_blackwell=False) -> modes.Options:
     declared = problem_folder.current().timing  # the folder's own evaluator, unless overridden
     method = method or declared.method
@@ -90,7 +91,7 @@ def make_options(method=None, batch=None, gap_us=500.0, timeout=600.0, dist=None
         if dist not in choices:
             fail_usage(f"--dist {dist}: choose one of {', '.join(choices)}")
     return modes.Options(timeout=timeout, method=method, batch=batch, gap_us=gap_us, dist=dist,
-                         allow_narrow=allow_narrow, emulate_blackwell=emulate_blackwell)
+                         fail_narrow=fail_narrow, emulate_blackwell=emulate_blackwell)
 
 
 def emit(record: RunRecord, fmt: str, output: Path | None) -> None:
@@ -130,17 +131,17 @@ def main(problem_dir):
 @click.argument("sub", type=SUB)
 @run_options("tests")
 @handle_config_errors
-def test(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, emulate_blackwell):
+def test(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell):
     """Correctness on task.yml's tests, with the anti-cheat checks (judged outside the worker)."""
-    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow, emulate_blackwell)
+    options = make_options(method, batch, gap_us, timeout, dist, fail_narrow, emulate_blackwell)
     record = modes.run_tests(sub, case_files.select_cases(case_set), options)
     emit(record, fmt, output)
     sys.exit(0 if record.passed else EXIT_FAIL)
 
 
-def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, emulate_blackwell,
+def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell,
                leaderboard: bool, runner=None):
-    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow, emulate_blackwell)
+    options = make_options(method, batch, gap_us, timeout, dist, fail_narrow, emulate_blackwell)
     record = modes.run_benchmarks(sub, case_files.select_cases(case_set), options, leaderboard=leaderboard,
                                   runner=runner)
     sol.annotate(record)
@@ -173,18 +174,18 @@ def leaderboard(**kwargs):
 @click.argument("sub", type=SUB, required=False)
 @run_options("benchmarks")
 @handle_config_errors
-def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, emulate_blackwell):
+def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell):
     """`make eval`: test on task.yml's tests, then benchmark; SUB defaults to the best runnable here."""
     sub = sub or best_runnable()
     click.echo(f"submission: {sub}", err=True)
-    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow, emulate_blackwell)
+    options = make_options(method, batch, gap_us, timeout, dist, fail_narrow, emulate_blackwell)
     with modes.runner_for(sub, options, None) as runner:  # one worker tests and benchmarks
         tested = modes.run_tests(sub, case_files.select_cases("tests"), options, runner)
         emit(tested, fmt, None)
         if not tested.passed:
             sys.exit(EXIT_FAIL)
         ensure_floors(tested.environment, case_files.select_cases(case_set), options)
-        record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow,
+        record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow,
                             emulate_blackwell, leaderboard=False, runner=runner)
     sys.exit(0 if record.passed else EXIT_FAIL)
 
@@ -194,9 +195,9 @@ def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_
 @run_options("benchmarks")
 @click.option("--ncu", is_flag=True, help="Run each case under Nsight Compute (ncu must be on PATH).")
 @handle_config_errors
-def profile(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, allow_narrow, emulate_blackwell, ncu):
+def profile(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell, ncu):
     """Torch profiler table of the submission's kernels per case (or Nsight Compute with --ncu)."""
-    options = make_options(method, batch, gap_us, timeout, dist, allow_narrow, emulate_blackwell)
+    options = make_options(method, batch, gap_us, timeout, dist, fail_narrow, emulate_blackwell)
     cases = case_files.select_cases(case_set)
     if ncu:
         sys.exit(_profile_ncu(sub, case_set, dist, timeout))
@@ -308,14 +309,15 @@ def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, 
 @click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default=None)
 @click.option("--timeout", default=600.0, show_default=True)
 @handle_config_errors
-@click.option("--allow-narrow", is_flag=True, help="Narrow-data specialisation: warn instead of fail.")
-def rank(subs, case_set, method, timeout, allow_narrow):
+@click.option("--fail-narrow/--allow-narrow", "fail_narrow", default=False, show_default=True,
+              help="Narrow-data specialisation: the leaderboard's pass with a warning, or a failure.")
+def rank(subs, case_set, method, timeout, fail_narrow):
     """Local leaderboard: test and benchmark each submission (default: all in submission/)."""
     from eval import rank as ranking
     from eval.submissions import all_submissions
 
     subs = list(subs) or all_submissions()
-    options = make_options(method=method, timeout=timeout, allow_narrow=allow_narrow)
+    options = make_options(method=method, timeout=timeout, fail_narrow=fail_narrow)
     ensure_floors(modes.describe_environment(), case_files.select_cases(case_set), options)
     outcome = ranking.rank(subs, case_files.select_cases("tests"), case_files.select_cases(case_set), options)
     click.echo(outcome.text)

@@ -20,7 +20,7 @@ SLOW_TO_FAIL = {"hangs": 15.0, "import_hang": 15.0}  # per-case timeout for subm
 
 def options(tmp_path, name):
     return modes.Options(timeout=SLOW_TO_FAIL.get(name, 120.0), load_timeout=120.0, log_dir=tmp_path / "logs",
-                         wall_cap_s=2.0, baseline=False)
+                         wall_cap_s=2.0, baseline=False, fail_narrow=MANIFEST[name].get("fail_narrow", False))
 
 
 def run(name, mode, tmp_path, n_cases=1):
@@ -155,3 +155,14 @@ def test_worker_never_outlives_its_judge():
     while (_workers() & started) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not (_workers() & started), "the worker outlived its judge"
+
+
+def test_narrow_data_passes_with_a_warning_by_default(tmp_path):
+    """The leaderboard's verdict on a kernel right only on its own data: pass, and a warning naming
+    what full-range data showed (--fail-narrow, as the manifest's narrow entries use, fails it)."""
+    path = ADV / "narrow_lut.py"
+    record = modes.run_tests(path, cases.select_cases("smoke")[:1],
+                             modes.Options(timeout=120.0, load_timeout=120.0, log_dir=tmp_path / "logs",
+                                           wall_cap_s=2.0, baseline=False))
+    assert record.passed, first_reason(record)
+    assert any("correct only on narrow data" in w for c in record.cases for w in c.warnings)

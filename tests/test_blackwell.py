@@ -76,3 +76,16 @@ def test_scaled_mm_submission_is_pointed_to_the_emulation():
                                "cublasLtMatmul", "9.0", "NVIDIA H200")
     assert reason.startswith("uses torch._scaled_mm on FP4 operands (line ")
     assert "this GPU is sm_90 (NVIDIA H200)" in reason and "add --emulate-blackwell" in reason
+
+
+def test_scans_ignore_comments():
+    """A Blackwell feature named only in a Python comment or in a `//` / `/* */` comment of CUDA
+    source in a string is not a use (the leaderboard's template_cute.py mentions _scaled_mm so)."""
+    from eval.judge import blackwell
+
+    commented = ('import torch\n# ref: torch._scaled_mm(a, b, sa, sb)\nSRC = """\n// cvt.rn.f16x2.e2m1x2\n'
+                 '/* ld.global.v8.f32 {..} */\n__global__ void k() {}\n"""\n')
+    assert blackwell.find(commented) is None
+    used = commented + 'ASM = "cvt.rn.f16x2.e2m1x2 %0, %1;"\n'
+    found = blackwell.find(used)
+    assert found and found.what.startswith("the FP4 conversion") and found.line == 8

@@ -10,7 +10,9 @@ and is never explained this way: only failures are.
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
+import tokenize
 
 # (what, pattern over the source, what it needs); first match in this order wins
 FEATURES = (
@@ -30,6 +32,10 @@ ARCH_FAILURE = re.compile(
     r"unsupported|cvt|e2m1|sm_10", re.I)
 
 
+# failures of a kernel that ran: wrong results are not an architecture problem
+RAN = ("timed run", "mismatch found", "output ", "returned the pre-filled", "modified its input", "correct only on")
+
+
 @dataclasses.dataclass(frozen=True)
 class Feature:
     what: str
@@ -41,8 +47,39 @@ class Feature:
         return self.what in EMULATED
 
 
+def _blank(text: str) -> str:
+    return re.sub(r"[^\n]", " ", text)
+
+
+def _blank_c_comments(text: str) -> str:
+    """`//` and `/* */` comments of C/CUDA/PTX source inside a Python string, blanked (lengths and
+    line breaks kept, so positions still give line numbers)."""
+    return re.sub(r"/\*.*?\*/|//[^\n]*", lambda m: _blank(m.group(0)), text, flags=re.S)
+
+
+def without_comments(source: str) -> str:
+    """The source with Python comments and the C-style comments of its string literals blanked."""
+    lines = source.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    out = list(source)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type not in (tokenize.COMMENT, tokenize.STRING):
+                continue
+            start = offsets[token.start[0] - 1] + token.start[1]
+            end = offsets[token.end[0] - 1] + token.end[1]
+            text = source[start:end]
+            out[start:end] = _blank(text) if token.type == tokenize.COMMENT else _blank_c_comments(text)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return re.sub(r"(?m)^\s*#[^\n]*", lambda m: _blank(m.group(0)), _blank_c_comments(source))
+    return "".join(out)
+
+
 def find(source: str) -> Feature | None:
-    """The first Blackwell-only feature the source uses, with its line."""
+    """The first Blackwell-only feature the source uses (comments aside), with its line."""
+    source = without_comments(source)
     for what, pattern, needs in FEATURES:
         match = re.search(pattern, source)
         if match:
@@ -54,7 +91,7 @@ def explain(source: str, failure: str, capability: str | None, gpu: str) -> str 
     """The one-line reason, or None when this failure is not a missing-Blackwell one."""
     if not capability or float(capability) >= 10.0 or not ARCH_FAILURE.search(failure or ""):
         return None
-    if failure.startswith(("timed run", "mismatch found", "output ", "returned the pre-filled", "modified its input")):
+    if failure.startswith(RAN):
         return None  # it ran: a wrong result is not an architecture problem
     feature = find(source)
     if feature is None:

@@ -44,7 +44,10 @@ class Options:
     dist: str | None = None  # data distribution override for every case
     wall_cap_s: float = 120.0
     baseline: bool = True  # time the problem module's baseline kernel on each case too (GPU only)
-    allow_narrow: bool = False  # narrow-data specialisation: a warning instead of a failure
+    # a kernel right on the cases' own data but wrong on full-range data: the leaderboard passes it
+    # (a warning names what full-range data showed); True fails it (search loops that must not
+    # reward data specialisation)
+    fail_narrow: bool = False
     emulate_blackwell: bool = False  # exact stand-ins for Blackwell-only calls (eval/worker/emulation.py)
     log_dir: Path = results.RESULTS_DIR / "logs"
 
@@ -182,8 +185,16 @@ def explain_arch_failures(record: RunRecord) -> None:
         source = Path(record.submission).read_text(errors="replace")
     except OSError:
         return
+    emulated = bool(record.timing.emulated)
     for holder in [record, *record.cases]:
         message = holder.error
+        if emulated and message and not message.startswith(("under --emulate-blackwell",) + blackwell.RAN):
+            # the flag is on: what failed under emulation is the reason, never "add the flag"
+            feature = blackwell.find(source)
+            seen = f" (the source uses {feature.what}, line {feature.line}" + (
+                ", which emulation covers)" if feature.emulated else ", which emulation does not cover)") if feature else ""
+            holder.error = f"under --emulate-blackwell: {message}{seen}"
+            continue
         reason = blackwell.explain(source, message or "", env.capability, env.gpu) if message else None
         if reason:
             holder.error = reason
@@ -277,7 +288,7 @@ def check_trial(runner: Runner, result: CaseResult, options: Options, config=Non
         if i == 3:
             note = problem_folder.current().hook("NARROW_NOTE", "correct only on the cases' own data distribution")
             narrow = f"{note}: {reason}"
-            if not options.allow_narrow:
+            if options.fail_narrow:
                 result.fail(narrow)
                 return
             result.warnings.append(narrow)
