@@ -304,6 +304,8 @@ class WorkerProcess:
         if not self.alive():
             return
         wanted = signal.SIGSTOP if frozen else signal.SIGCONT
+        if self.uid is not None and os.geteuid() == 0:
+            _signal_uid(self.uid, wanted)  # all at once, then the session's below
         pids = [pid for pid, _, sid, owner in _processes()
                 if sid == self.process.pid or (self.uid is not None and owner == self.uid)]
         for pid in pids:
@@ -333,7 +335,9 @@ class WorkerProcess:
                 except OSError:
                     pass
         if self.private:
-            if getattr(self, "_store_builds", False):
+            # a worker that kept root: whose files are whose cannot be told, and its processes may
+            # outlive the kill; its builds are not kept
+            if getattr(self, "_store_builds", False) and self.uid is not None:
                 build_cache.store(self.build_key, self.private.builds, self.uid, self._built_by)
             self._store_builds = False
             shutil.rmtree(self.private.root, ignore_errors=True)
@@ -490,8 +494,18 @@ def _processes():
 
 def _compiling(session: int) -> bool:
     """A compiler, linker or build tool runs in the worker's session (ninja puts each job in a
-    process group of its own; the session stays the worker's: setsid is refused)."""
-    return any(sid == session and comm in COMPILERS for _, comm, sid, _ in _processes())
+    process group of its own; the session stays the worker's: setsid is refused). Judged by the
+    program the process runs (/proc/<pid>/exe), not by the name it gives itself (PR_SET_NAME)."""
+    for pid, comm, sid, _ in _processes():
+        if sid != session or comm not in COMPILERS:
+            continue
+        try:
+            program = Path(os.readlink(f"/proc/{pid}/exe")).name  # e.g. x86_64-linux-gnu-g++-12, cc1plus
+        except OSError:
+            continue
+        if program in COMPILERS or any(name in program for name in COMPILERS if len(name) > 2):
+            return True
+    return False
 
 
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
@@ -526,10 +540,27 @@ def _sweep_shared_memory(uid: int | None) -> None:
             pass
 
 
+def _signal_uid(uid: int, sig: int) -> None:
+    """Signal every process of uid at once: a child that becomes uid and calls kill(-1, sig),
+    which the kernel applies to all of them atomically (a chain of forks cannot outrun it)."""
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, sig)
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+
+
 def _kill_rest(session: int, uid: int | None, settle: bool = False) -> None:
     """SIGKILL everything the worker started: its session (which no process of it can leave) and,
     where it has a uid of its own, every process of that uid. settle: again and again until a
     pass finds none (a chain of forks outruns one pass over /proc), for at most 5 s."""
+    if uid is not None and os.geteuid() == 0:
+        _signal_uid(uid, signal.SIGKILL)
     deadline = time.monotonic() + 5
     while True:
         found = [pid for pid, _, sid, owner in _processes() if sid == session or (uid is not None and owner == uid)]

@@ -887,6 +887,28 @@ static const char* seal_memory(const std::vector<Range>& ranges) {
   // getrandom's seeds, the clock, the mprotect that hides the key page
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_seccomp, "deny", "");
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, "prctl", "");
+  // other ways to map over or change memory that this filter's argument checks never see:
+  // System V shm attached over an address (SHM_REMAP), io_uring's operations (no system call per
+  // operation), remap_file_pages, process_madvise, userfaultfd
+  const long refused[] = {
+#ifdef SYS_shmat
+      SYS_shmat,
+#endif
+#ifdef SYS_io_uring_setup
+      SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register,
+#endif
+#ifdef SYS_remap_file_pages
+      SYS_remap_file_pages,
+#endif
+#ifdef SYS_process_madvise
+      SYS_process_madvise,
+#endif
+#ifdef SYS_userfaultfd
+      SYS_userfaultfd,
+#endif
+      -1};
+  for (long nr : refused)
+    if (nr >= 0) b.jump(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, "deny", "");
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, "check", "");
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_pkey_mprotect, "check", "");
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_munmap, "check", "");

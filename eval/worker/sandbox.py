@@ -18,7 +18,8 @@ nothing, the judge's last resort when CUDA does not work inside the sandbox):
                  refused (EPERM), and kill/tgkill/rt_*sigqueueinfo aimed at the judge, at -1 or at
                  another process group; setsid (the worker's session is how the judge finds and
                  kills everything it started), unshare, setns and clone with namespace flags
-                 refused; clone3 answers ENOSYS (its flags cannot be inspected; libc falls back to
+                 refused; the kernel keyrings (add_key, request_key, keyctl: shared by every
+                 process of a uid) refused; clone3 answers ENOSYS (its flags cannot be inspected; libc falls back to
                  clone); every thread
   parent death   the worker is killed when the judge dies (it never outlives its judge)
 """
@@ -37,10 +38,10 @@ SYS = {"x86_64": {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "lan
                    "seccomp": 277, "capset": 91}}
 DENIED = {"x86_64": {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
                      "kcmp": 312, "tkill": 200, "pidfd_send_signal": 424, "setsid": 112, "unshare": 272,
-                     "setns": 308},
+                     "setns": 308, "add_key": 248, "request_key": 249, "keyctl": 250},
           "aarch64": {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438,
                       "kcmp": 272, "tkill": 130, "pidfd_send_signal": 424, "setsid": 157, "unshare": 97,
-                      "setns": 268}}
+                      "setns": 268, "add_key": 217, "request_key": 218, "keyctl": 219}}
 CLONE = {"x86_64": (56, 435), "aarch64": (220, 435)}  # clone, clone3
 CLONE_NEW_FLAGS = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
 # signals whose first argument names the target process: refused when it is the judge, -1 (everyone)
@@ -64,6 +65,8 @@ def apply(writable: list[str], uid: int | None, level: str = "full") -> dict[str
         return {"sandbox": "off (CUDA did not work inside it here, or EVAL_SANDBOX=none)"}
     arch = platform.machine()
     applied = {}
+    if os.geteuid() == 0:  # System V IPC and POSIX message queues of its own, gone with it
+        applied["ipc namespace"] = "on" if _libc.unshare(0x08000000) == 0 else f"unavailable ({_err()})"
     if uid is not None and os.geteuid() == 0 and level == "full":
         try:
             os.setgroups([])
