@@ -56,7 +56,7 @@ def test_native_builds_signs_and_refuses():
     header_len, blob_len = struct.unpack("<IQ", frame[4:16])
     header = frame[16:16 + header_len]
     mac = frame[16 + header_len + blob_len:16 + header_len + blob_len + 32]
-    assert hmac.compare_digest(mac, hmac.new(key, header, hashlib.sha256).digest())
+    assert hmac.compare_digest(mac, hmac.new(key, hashlib.sha256(header).digest(), hashlib.sha256).digest())
     assert json.loads(header) == {"nonce": "n1", "kind": "ready", "text": "hello"}
     assert len(frame) == 16 + header_len + blob_len + 32  # exactly one frame: the refused calls wrote nothing
 

@@ -390,7 +390,7 @@ class WorkerProcess:
         header = self._read(header_len, clock)
         blob = self._read(blob_len, clock)
         mac = self._read(32, clock)
-        expected = hmac.new(self.key, header + blob, hashlib.sha256).digest()
+        expected = hmac.new(self.key, hashlib.sha256(header + blob).digest(), hashlib.sha256).digest()
         if not hmac.compare_digest(mac, expected):
             raise WorkerFailure("reply failed authentication: bad signature (forged or tampered result channel)")
         try:

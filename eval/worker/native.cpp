@@ -610,13 +610,20 @@ static void write_all(int fd, const char* p, size_t n) {
   }
 }
 
-// Frame: "NVF1" | u32 header length | u64 blob length | header | blob | HMAC(header + blob)
+// Frame: "NVF1" | u32 header length | u64 blob length | header | blob | HMAC(SHA-256(header + blob)).
+// The digest is taken before the key page opens, so the page is readable for one 32-byte HMAC
+// (about a microsecond) whatever the reply's size: no large reply holds it open for another thread.
 static void send_reply(const std::string& nonce, const std::string& header, const std::string& blob) {
   if (!S.open) throw std::runtime_error("channel not open");
   if (!g_answered.insert(nonce).second) throw std::runtime_error("request already answered");
-  uint8_t mac[32];
+  uint8_t mac[32], digest[32];
+  sha::Ctx c;
+  sha::update(c, (const uint8_t*)header.data(), header.size());
+  sha::update(c, (const uint8_t*)blob.data(), blob.size());
+  sha::final(c, digest);
+  const std::string message((const char*)digest, 32), none;
   protect(S.key.page, 4096, PROT_READ);
-  sha::hmac(S.key.page, header, blob, mac);
+  sha::hmac(S.key.page, message, none, mac);
   protect(S.key.page, 4096, PROT_NONE);
   std::string frame = "NVF1";
   uint32_t hl = (uint32_t)header.size();
