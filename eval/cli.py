@@ -18,6 +18,7 @@ from eval import cases as case_files
 from eval import problem_folder, report, results, sol
 from eval.cases import ConfigError
 from eval.judge import modes
+from eval.judge.text import one_line
 from eval.records import RunRecord
 from eval.submissions import best_runnable
 
@@ -322,6 +323,43 @@ def rank(subs, case_set, method, timeout, fail_narrow):
     outcome = ranking.rank(subs, case_files.select_cases("tests"), case_files.select_cases(case_set), options)
     click.echo(outcome.text)
     sys.exit(0 if outcome.ranked else EXIT_FAIL)
+
+
+@main.command()
+@click.argument("candidates", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--mode", type=click.Choice(["test", "benchmark", "leaderboard"]), default="benchmark", show_default=True)
+@click.option("--cases", "case_set", default=None, help="Case set (default: the mode's own).")
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before a worker is killed.")
+@click.option("--limit", default=1800.0, show_default=True, help="Seconds per candidate before its judge is killed.")
+@click.option("--jobs", type=int, default=None, help="Judges at once (default: one per GPU; 1 without CUDA).")
+@click.option("--fail-narrow/--allow-narrow", "fail_narrow", default=False, show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The JSONL of verdicts (default: results/batch.jsonl); a rerun skips what it holds.")
+def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, output):
+    """Judge many candidates (files, folders, JSONL of {"id", "source"}) with the same options, one
+    judge per GPU at a time; one JSON line per candidate as it finishes; standings at the end."""
+    from eval import batch as batching
+
+    output = output or results.RESULTS_DIR / "batch.jsonl"
+    args = ["--timeout", str(timeout)] + (["--cases", case_set] if case_set else []) + \
+        (["--fail-narrow"] if fail_narrow else [])
+    try:
+        found = batching.collect(list(candidates), output.parent / "batch-sources")
+    except (ValueError, OSError) as exc:
+        fail_usage(str(exc))
+
+    def progress(line):
+        verdict = "pass" if line["passed"] else f"FAIL: {one_line(line['reason'] or '')[:120]}"
+        click.echo(f"  {line['id']}: {verdict} ({line['seconds']:.0f} s, device {line['device'] or 'cpu'})", err=True)
+
+    batching.run(found, mode, args, output, jobs, limit, progress)
+    key = batching.options_key(mode, args)
+    board = [e for e in batching.standings(output, key) if e["sha256"] in {c.sha256 for c in found}]
+    for place, entry in enumerate(board, 1):
+        score = f"{entry['geomean_ns'] / 1e3:.2f} µs" if entry.get("geomean_ns") else "—"
+        click.echo(f"{place:>3}  {'pass' if entry['passed'] else 'FAIL':<4}  {score:>12}  {entry['id']}")
+    click.echo(f"{sum(e['passed'] for e in board)} of {len(board)} passed; verdicts: {output}")
+    sys.exit(0 if board and all(e["passed"] for e in board) else EXIT_FAIL)
 
 
 @main.command()

@@ -1,0 +1,179 @@
+"""`python -m eval batch CANDIDATES...`: judge many candidates with the same options, one judge per
+GPU of this host at a time, one JSON line per candidate as it finishes; a rerun skips what is judged.
+
+CANDIDATES: submission files, folders of them, or JSONL files of {"id": ..., "source": ...} (the
+sources are written under the output's folder, named by their hash). Each candidate is judged by its
+own `python -m eval` process (the judge, which starts its sandboxed worker as always) pinned to one
+GPU with CUDA_VISIBLE_DEVICES; on a machine without CUDA, `--jobs` judges run at once. A candidate that
+hangs past its limit, crashes or wrecks its CUDA context costs only itself: its process group is
+killed and its line says why. Resume: a candidate whose source hash and options already have a line
+in the output is not judged again. This module never imports candidate code.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from eval import problem_folder
+
+GRACE_S = 120.0  # beyond the judge's own limits (worker start, builds): then the whole judge is killed
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    id: str
+    path: Path
+    sha256: str
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def collect(inputs: list[Path], sources_dir: Path) -> list[Candidate]:
+    """Every candidate the inputs name, in order, each once (by id)."""
+    found: dict[str, Candidate] = {}
+    for item in inputs:
+        if item.is_dir():
+            paths = sorted(item.glob("*.py"))
+        elif item.suffix == ".jsonl":
+            paths = []
+            for number, line in enumerate(item.read_text().splitlines(), 1):
+                if not line.strip():
+                    continue
+                entry = json.loads(line)
+                if not isinstance(entry, dict) or not isinstance(entry.get("source"), str):
+                    raise ValueError(f"{item}:{number}: each line needs a \"source\" string (and an \"id\")")
+                source = entry["source"].encode()
+                sources_dir.mkdir(parents=True, exist_ok=True)
+                path = sources_dir / f"{_sha(source)[:16]}.py"
+                path.write_bytes(source)
+                cid = str(entry.get("id") or path.stem)
+                found.setdefault(cid, Candidate(cid, path, _sha(source)))
+            continue
+        else:
+            paths = [item]
+        for path in paths:
+            found.setdefault(str(path), Candidate(str(path), path.resolve(), _sha(path.read_bytes())))
+    return list(found.values())
+
+
+def options_key(mode: str, args: list[str]) -> str:
+    """What makes two judgements of the same source comparable: the mode, the options, the problem."""
+    return _sha(json.dumps([mode, args, str(problem_folder.current().root)]).encode())[:16]
+
+
+def judged(jsonl: Path) -> set:
+    """(source hash, options key) of every line already in the output."""
+    done = set()
+    if jsonl.is_file():
+        for line in jsonl.read_text().splitlines():
+            try:
+                entry = json.loads(line)
+                done.add((entry["sha256"], entry["options"]))
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by a killed run: judged again
+    return done
+
+
+def slots(jobs: int | None) -> list[str | None]:
+    """One slot per GPU (its index for CUDA_VISIBLE_DEVICES), or `jobs` CPU slots."""
+    import torch
+
+    if torch.cuda.is_available():
+        count = torch.cuda.device_count()
+        return [str(i) for i in range(count)][: jobs or count]
+    return [None] * max(1, jobs or 1)
+
+
+def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | None, limit: float) -> dict:
+    """One candidate through its own judge process; its record, or why there is none."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="batch-") as scratch:
+        out = Path(scratch) / "record.json"
+        command = [sys.executable, "-m", "eval", "--problem", str(problem_folder.current().root), mode,
+                   str(candidate.path), *args, "--format", "json", "-o", str(out)]
+        env = dict(os.environ)
+        env.pop(problem_folder.DIR_ENV, None)
+        if device is not None:
+            env["CUDA_VISIBLE_DEVICES"] = device
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                errors="replace", env=env, start_new_session=True, cwd=problem_folder.ROOT)
+        try:
+            _, stderr = proc.communicate(timeout=limit)
+            error = None
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, stderr = proc.communicate()
+            error = f"the judge did not finish within {limit:.0f} s (killed)"
+        record = json.loads(out.read_text()) if out.is_file() else None
+    if record is None and error is None:
+        tail = [l for l in (stderr or "").strip().splitlines() if l.strip()]
+        error = f"no record (judge exit {proc.returncode}): {tail[-1][:300] if tail else 'no output'}"
+    passed = bool(record and record.get("passed"))
+    reason = error or (record or {}).get("error") or next(
+        (c.get("error") for c in (record or {}).get("cases", []) if c.get("status") != "pass"), None)
+    return {"id": candidate.id, "sha256": candidate.sha256, "passed": passed, "reason": reason,
+            "geomean_ns": (record or {}).get("geomean_ns"), "device": device,
+            "seconds": round(time.monotonic() - started, 2), "record": record}
+
+
+def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jobs: int | None = None,
+        limit: float = 1800.0, progress=None) -> list[dict]:
+    """Judge every candidate not yet in jsonl; returns this run's lines (in finishing order)."""
+    key = options_key(mode, args)
+    done = judged(jsonl)
+    todo: queue.Queue = queue.Queue()
+    for candidate in candidates:
+        if (candidate.sha256, key) not in done:
+            todo.put(candidate)
+    lines: list[dict] = []
+    lock = threading.Lock()
+    jsonl.parent.mkdir(parents=True, exist_ok=True)
+
+    def worker(device):
+        while True:
+            try:
+                candidate = todo.get_nowait()
+            except queue.Empty:
+                return
+            line = {**judge_one(candidate, mode, args, device, limit), "options": key, "mode": mode}
+            with lock:
+                with open(jsonl, "a") as handle:  # one whole line per write, flushed at once
+                    handle.write(json.dumps(line) + "\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                lines.append(line)
+                if progress:
+                    progress(line)
+
+    threads = [threading.Thread(target=worker, args=(device,), daemon=True) for device in slots(jobs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return lines
+
+
+def standings(jsonl: Path, key: str | None = None) -> list[dict]:
+    """Every judged line (of these options), passing ones first by geomean, then the rest."""
+    entries = []
+    if jsonl.is_file():
+        for line in jsonl.read_text().splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if key is None or entry.get("options") == key:
+                entries.append(entry)
+    return sorted(entries, key=lambda e: (not e.get("passed"), e.get("geomean_ns") or float("inf"), e.get("id")))

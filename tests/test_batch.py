@@ -1,0 +1,38 @@
+"""`python -m eval batch`: many candidates, one JSON line each as it finishes (an honest one from a
+JSONL of sources, a wrong one, one that hangs at import, one that crashes), and a rerun that judges
+nothing again (resume by source hash and options)."""
+import json
+import os
+import subprocess
+import sys
+
+from eval import problem_folder
+from tests.conftest import ROOT
+
+HANG = "import time\ntime.sleep(3600)\n\ndef custom_kernel(data):\n    return None\n"
+CRASH = "import os\n\ndef custom_kernel(data):\n    os.abort()\n"
+
+
+def test_batch_judges_each_candidate_once_and_resumes(tmp_path):
+    (tmp_path / "hang.py").write_text(HANG)
+    (tmp_path / "crash.py").write_text(CRASH)
+    source = (ROOT / "submission" / "torch_ref.py").read_text()
+    (tmp_path / "cands.jsonl").write_text(json.dumps({"id": "honest", "source": source}) + "\n")
+    out = tmp_path / "verdicts.jsonl"
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results")}
+    env.pop(problem_folder.DIR_ENV, None)
+    command = [sys.executable, "-m", "eval", "batch", str(tmp_path / "hang.py"), str(tmp_path / "crash.py"),
+               str(tmp_path / "cands.jsonl"), str(ROOT / "tests" / "adversarial" / "mutates_input.py"),
+               "--mode", "test", "--cases", "smoke", "--timeout", "20", "--jobs", "2", "-o", str(out)]
+    first = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert first.returncode == 112, first.stdout[-2000:] + first.stderr[-2000:]  # not all passed
+    lines = {e["id"]: e for e in map(json.loads, out.read_text().splitlines())}
+    assert len(lines) == 4
+    assert lines["honest"]["passed"] and lines["honest"]["record"]["passed"]
+    assert "timed out" in lines[str(tmp_path / "hang.py")]["reason"]
+    assert "crashed" in lines[str(tmp_path / "crash.py")]["reason"]
+    assert "modified its input" in lines[str(ROOT / "tests" / "adversarial" / "mutates_input.py")]["reason"]
+    assert "1 of 4 passed" in first.stdout
+    again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert len(out.read_text().splitlines()) == 4, "a rerun judged again what was judged"
+    assert "1 of 4 passed" in again.stdout
