@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from eval import cases as case_files
-from eval import problem_folder, report, results, sol
+from eval import api, problem_folder, report, results, sol
 from eval.cases import ConfigError
 from eval.judge import modes
 from eval.judge.text import one_line
@@ -76,23 +76,10 @@ def run_options(default_cases: str):
 
 def make_options(method=None, batch=None, gap_us=500.0, timeout=600.0, dist=None, fail_narrow=False,
                  emulate_blackwell=False) -> modes.Options:
-    declared = problem_folder.current().timing  # the folder's own evaluator, unless overridden
-    method = method or declared.method
-    batch = batch if batch is not None else declared.batch
-    if batch < 1:
-        fail_usage("--batch must be at least 1")
-    if timeout <= 0:
-        fail_usage("--timeout must be positive")
-    if gap_us < 0:
-        fail_usage("--gap-us must be >= 0")
-    if dist is not None:
-        choices = problem_folder.current().hook("DISTRIBUTIONS")
-        if not choices:
-            fail_usage(f"--dist {dist}: this problem defines no data distributions (DISTRIBUTIONS in its problem.py)")
-        if dist not in choices:
-            fail_usage(f"--dist {dist}: choose one of {', '.join(choices)}")
-    return modes.Options(timeout=timeout, method=method, batch=batch, gap_us=gap_us, dist=dist,
-                         fail_narrow=fail_narrow, emulate_blackwell=emulate_blackwell)
+    try:
+        return api.options(method, batch, gap_us, timeout, dist, fail_narrow, emulate_blackwell)
+    except ValueError as exc:
+        fail_usage(str(exc))
 
 
 def emit(record: RunRecord, fmt: str, output: Path | None) -> None:
@@ -134,18 +121,25 @@ def main(problem_dir):
 @handle_config_errors
 def test(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell):
     """Correctness on task.yml's tests, with the anti-cheat checks (judged outside the worker)."""
-    options = make_options(method, batch, gap_us, timeout, dist, fail_narrow, emulate_blackwell)
-    record = modes.run_tests(sub, case_files.select_cases(case_set), options)
+    record = _judge(sub, "test", case_set, None, method=method, batch=batch, gap_us=gap_us, timeout=timeout,
+                    dist=dist, fail_narrow=fail_narrow, emulate_blackwell=emulate_blackwell)
     emit(record, fmt, output)
     sys.exit(0 if record.passed else EXIT_FAIL)
 
 
+def _judge(sub, mode, case_set, runner, **option_values) -> RunRecord:
+    """api.judge, with its option errors as one usage line."""
+    try:
+        return api.judge(sub, mode, cases=case_set, runner=runner, **option_values)
+    except ValueError as exc:
+        fail_usage(str(exc))
+
+
 def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell,
                leaderboard: bool, runner=None):
-    options = make_options(method, batch, gap_us, timeout, dist, fail_narrow, emulate_blackwell)
-    record = modes.run_benchmarks(sub, case_files.select_cases(case_set), options, leaderboard=leaderboard,
-                                  runner=runner)
-    sol.annotate(record)
+    record = _judge(sub, "leaderboard" if leaderboard else "benchmark", case_set, runner, method=method, batch=batch,
+                    gap_us=gap_us, timeout=timeout, dist=dist, fail_narrow=fail_narrow,
+                    emulate_blackwell=emulate_blackwell)
     save(record)
     emit(record, fmt, output)
     return record

@@ -1,0 +1,82 @@
+"""The harness as a library: a submission (a path or its source text) in, a typed RunRecord out.
+
+    from eval import api
+    record = api.judge("submission/v5.py", "benchmark")               # this repository's problem
+    record = api.judge(source_text, "test", problem="path/to/folder", cases="smoke", fail_narrow=True)
+    record.passed, record.geomean_ns, [c.stats.mean for c in record.cases if c.stats]
+
+The command line (`python -m eval test|benchmark|leaderboard`) and `batch` are callers of this
+module; options are checked here (ValueError with a one-line message). Same judging as the command
+line: the judge outside the worker, every output checked, the sandbox, secret seeds (POPCORN_SEED)
+and the faster-than-memory failure on a GPU.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from eval import cases as case_files
+from eval import problem_folder, sol
+from eval.judge import modes
+from eval.records import RunRecord
+
+MODES = ("test", "benchmark", "leaderboard")
+
+
+def options(method: str | None = None, batch: int | None = None, gap_us: float = 500.0, timeout: float = 600.0,
+            dist: str | None = None, fail_narrow: bool = False, emulate_blackwell: bool = False) -> modes.Options:
+    """The judge's options, checked; method and batch default to what the problem's evaluator does."""
+    declared = problem_folder.current().timing
+    method = method or declared.method
+    batch = batch if batch is not None else declared.batch
+    if method not in ("per-call", "batched"):
+        raise ValueError(f"timing method {method!r}: choose per-call or batched")
+    if batch < 1:
+        raise ValueError("--batch must be at least 1")
+    if timeout <= 0:
+        raise ValueError("--timeout must be positive")
+    if gap_us < 0:
+        raise ValueError("--gap-us must be >= 0")
+    if dist is not None:
+        choices = problem_folder.current().hook("DISTRIBUTIONS")
+        if not choices:
+            raise ValueError(f"--dist {dist}: this problem defines no data distributions (DISTRIBUTIONS in its problem.py)")
+        if dist not in choices:
+            raise ValueError(f"--dist {dist}: choose one of {', '.join(choices)}")
+    return modes.Options(timeout=timeout, method=method, batch=batch, gap_us=gap_us, dist=dist,
+                         fail_narrow=fail_narrow, emulate_blackwell=emulate_blackwell)
+
+
+def judge(submission: str | Path, mode: str = "test", problem: str | Path | None = None,
+          cases: str | list | None = None, runner: modes.Runner | None = None, **option_values) -> RunRecord:
+    """Judge one submission. submission: a file, or the source text of one (anything containing a
+    newline). cases: a set name (tests, benchmarks, or one of shapes.yaml's), a list of case dicts,
+    or the mode's own set. Benchmark records carry where each case stands against the memory."""
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: choose one of {', '.join(MODES)}")
+    if problem is not None:
+        problem_folder.use(problem)
+    chosen = _cases(cases, "tests" if mode == "test" else "benchmarks")
+    judged_options = options(**option_values)
+    if isinstance(submission, str) and "\n" in submission:
+        with tempfile.TemporaryDirectory(prefix="eval-api-") as folder:
+            path = Path(folder) / "submission.py"
+            path.write_text(submission)
+            return _judge(path, mode, chosen, judged_options, runner)
+    return _judge(Path(submission), mode, chosen, judged_options, runner)
+
+
+def _cases(cases, default: str) -> list:
+    if cases is None or isinstance(cases, str):
+        return case_files.select_cases(cases or default)
+    return [case_files.make_case(dict(c)) for c in cases]
+
+
+def _judge(path: Path, mode: str, chosen: list, judged_options: modes.Options, runner) -> RunRecord:
+    if not path.is_file():
+        raise ValueError(f"{path} is not a file")
+    if mode == "test":
+        return modes.run_tests(path, chosen, judged_options, runner)
+    record = modes.run_benchmarks(path, chosen, judged_options, leaderboard=mode == "leaderboard", runner=runner)
+    sol.annotate(record)
+    return record
