@@ -133,3 +133,49 @@ def test_b200_style_cuda_builds_for_hopper_only_through_the_rewrite(tmp_path):
     emulated = build("-MD", "-MF", "k.o.d", "-gencode=arch=compute_100a,code=sm_100a", emulate=True)
     assert emulated.returncode == 0, emulated.stderr[-2000:]
     assert (tmp_path / "k.o").exists() and (tmp_path / "k.o.d").read_text().startswith(f"{tmp_path / 'k.o'}:")
+
+
+PACKED_KERNEL = r"""
+__global__ void k(const float2* x, const __half* h, float2* y, float* z) {
+  unsigned long long a = *reinterpret_cast<const unsigned long long*>(x);
+  unsigned long long b = *reinterpret_cast<const unsigned long long*>(x + 1);
+  unsigned long long c, d;
+  asm("fma.rn.f32x2 %0, %1, %2, %1;" : "=l"(c) : "l"(a), "l"(b));
+  asm("add.rn.f32x2 %0, %1, %2;" : "=l"(d) : "l"(c), "l"(b));
+  asm("mul.rn.f32x2 %0, %1, %0;" : "+l"(d) : "l"(a));
+  *reinterpret_cast<unsigned long long*>(y) = d;
+  float f;
+  asm("fma.rn.f32.f16 %0, %1, %2, %3;" : "=f"(f) : "h"(*reinterpret_cast<const unsigned short*>(h)),
+      "h"(*reinterpret_cast<const unsigned short*>(h + 1)), "f"(z[0]));
+  z[1] = f;
+}
+"""
+
+
+def test_packed_f32x2_and_mixed_fma_build_for_hopper_through_the_rewrite(tmp_path):
+    """fma/add/mul.rn.f32x2 and fma.rn.f32.f16 (sm_100 only): plain nvcc builds them for sm_100a and
+    refuses sm_90a; the stand-in rewrites them into per-half f32 operations that ptxas accepts for
+    sm_90a (element-wise by definition: the same results)."""
+    import shlex
+    import shutil
+    import subprocess
+
+    from eval.worker import emulation, nvcc_emulate
+
+    rewritten = nvcc_emulate.rewrite_ptx("fma.rn.f32x2 %rd1, %rd2, %rd3, %rd4;")
+    assert "f32x2" not in rewritten and rewritten.count("fma.rn.f32 ") == 2
+    assert "cvt.f32.bf16" in nvcc_emulate.rewrite_ptx("fma.rn.f32.bf16 %f1, %rs1, %rs2, %f2;")
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc (CUDA toolkit) not installed")
+    (tmp_path / "k.cu").write_text("#include <cuda_fp16.h>\n" + PACKED_KERNEL)
+
+    def build(*args, emulate=False):
+        head = shlex.split(emulation.nvcc_command("90a")) if emulate else ["nvcc"]
+        return subprocess.run([*head, "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o"), *args],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    assert build("-gencode=arch=compute_100a,code=sm_100a").returncode == 0
+    plain = build("-gencode=arch=compute_90a,code=sm_90a")
+    assert plain.returncode != 0 and "f32x2" in plain.stderr and "fma.f32.f16" in plain.stderr
+    emulated = build("-gencode=arch=compute_100a,code=sm_100a", emulate=True)
+    assert emulated.returncode == 0, emulated.stderr[-2000:]

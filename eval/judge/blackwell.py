@@ -20,12 +20,14 @@ FEATURES = (
     ("CuTe DSL Blackwell atoms (cute.nvgpu.tcgen05, SM100 MMA)", r"nvgpu\.tcgen05|\bSM100\w*|MmaF16BF16Op|Sm100", "sm_100a"),
     ("tcgen05 / TMEM / UMMA instructions", r"\btcgen05\b|\btcgen05\.|\bTMEM\b|\bUMMA\b|\btmem_", "sm_100a"),
     ("256-bit loads (.v8)", r"\bld\.[A-Za-z0-9_.:]*\.v8\.[a-z0-9]+", "sm_100"),
+    ("packed f32x2 arithmetic", r"\b(?:add|sub|mul|fma)(?:\.[a-z]+)*\.f32x2\b", "sm_100"),
+    ("mixed-precision fma.*.f32.f16 / .bf16", r"\bfma(?:\.[a-z]+)*\.f32\.b?f16\b", "sm_100"),
     ("torch._scaled_mm on FP4 operands", r"\b_scaled_mm\b", "sm_100 (cuBLAS has no FP4 GEMM below it)"),
     ("an sm_100a / sm_103a build target", r"\b(?:sm|compute)_10[03]a?\b|arch=compute_10[03]", "sm_100a"),
 )
 # what --emulate-blackwell stands in for (eval/worker/emulation.py, eval/worker/nvcc_emulate.py)
 EMULATED = {"torch._scaled_mm on FP4 operands", "the FP4 conversion cvt.*.e2m1x2", "256-bit loads (.v8)",
-            "an sm_100a / sm_103a build target"}
+            "an sm_100a / sm_103a build target", "packed f32x2 arithmetic", "mixed-precision fma.*.f32.f16 / .bf16"}
 ARCH_FAILURE = re.compile(
     r"no kernel image|CUBLAS_STATUS_NOT_SUPPORTED|NVVM|CompilerDiagnosticError|Error building extension|"
     r"not supported on \.target|requires \.target|ptxas|illegal instruction|Unsupported gpu architecture|"

@@ -7,6 +7,10 @@ PTX the compiler front end passed through from inline asm into exact equivalents
                                one exact multiply by 2^14 (mul.rn.f16x2) restores it, sign bit copied
   ld/st.global.*.v8 (32-bit)   256-bit loads and stores split into two 128-bit ones (.v4), as are
   ld/st.global.*.v4 (64-bit)   the 64-bit-element forms (two .v2)
+  add/sub/mul/fma.rn.f32x2     packed pairs of f32 in a .b64: the same operation on each half (the
+                               packed forms are defined element-wise, same rounding and modifiers)
+  fma.rn.f32.f16 / .bf16       mixed precision: the f16/bf16 operands converted to f32 (exact), then
+                               one f32 fma (the product of two f16 values is exact in f32 anyway)
 
 What it cannot stand in for (tcgen05 / TMEM / UMMA, CuTe DSL SM100 atoms) still fails in ptxas, and
 the judge names the feature. Usage: `python -m eval.worker.nvcc_emulate ARCH NVCC_ARGS...` (ARCH e.g.
@@ -53,6 +57,40 @@ def cvt_fp4(match: re.Match, counter: list) -> str:
             "}")
 
 
+PACKED = re.compile(r"(?P<op>add|sub|mul|fma)(?P<mods>(?:\.(?:rn|rz|rm|rp|ftz|sat))*)\.f32x2\s+(?P<args>[^;]*);")
+MIXED_FMA = re.compile(r"fma(?P<mods>(?:\.(?:rn|rz|rm|rp|ftz|sat|relu))*)\.f32\.(?P<src>f16|bf16)\s+(?P<args>[^;]*);")
+
+
+def packed_f32x2(match: re.Match, counter: list) -> str:
+    counter[0] += 1
+    op, mods = match.group("op"), match.group("mods")
+    regs = _split_operands(match.group("args"))
+    d, sources = regs[0], regs[1:]
+    t = f"%emu_x2_{counter[0]}_"
+    lines = ["{", f"\t.reg .f32 {t}<{2 * len(sources) + 2}>;"]
+    for i, src in enumerate(sources):
+        lines.append(f"\tmov.b64 {{{t}{2 * i}, {t}{2 * i + 1}}}, {src};")
+    out_lo, out_hi = 2 * len(sources), 2 * len(sources) + 1
+    for half, out in ((0, out_lo), (1, out_hi)):
+        operands = ", ".join(f"{t}{2 * i + half}" for i in range(len(sources)))
+        lines.append(f"\t{op}{mods}.f32 {t}{out}, {operands};")
+    lines += [f"\tmov.b64 {d}, {{{t}{out_lo}, {t}{out_hi}}};", "}"]
+    return "\n".join(lines)
+
+
+def mixed_fma(match: re.Match, counter: list) -> str:
+    counter[0] += 1
+    d, a, b, c = _split_operands(match.group("args"))
+    t = f"%emu_mix_{counter[0]}_"
+    src = match.group("src")
+    return ("{\n"
+            f"\t.reg .f32 {t}<2>;\n"
+            f"\tcvt.f32.{src} {t}0, {a};\n"
+            f"\tcvt.f32.{src} {t}1, {b};\n"
+            f"\tfma{match.group('mods')}.f32 {d}, {t}0, {t}1, {c};\n"
+            "}")
+
+
 def _split_operands(text: str) -> list[str]:
     return [x.strip() for x in text.strip().strip("{}").split(",")]
 
@@ -89,6 +127,8 @@ def split_wide(match: re.Match) -> str:
 def rewrite_ptx(text: str) -> str:
     counter = [0]
     text = CVT_FP4.sub(lambda m: cvt_fp4(m, counter), text)
+    text = PACKED.sub(lambda m: packed_f32x2(m, counter), text)
+    text = MIXED_FMA.sub(lambda m: mixed_fma(m, counter), text)
     return WIDE.sub(split_wide, text)
 
 
