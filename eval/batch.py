@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -96,12 +97,22 @@ def slots(jobs: int | None) -> list[str | None]:
     return [None] * max(1, jobs or 1)
 
 
-def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | None, limit: float) -> dict:
-    """One candidate through its own judge process; its record, or why there is none."""
+def last_error(stderr: str) -> str:
+    """The line of a process's stderr that says what went wrong: its last exception line, else its
+    last line."""
+    lines = [l.strip() for l in stderr.strip().splitlines() if l.strip()]
+    errors = [l for l in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", l)]
+    return (errors or lines or ["no output"])[-1][:300]
+
+
+def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | None, limit: float | None,
+              problem: Path | None = None) -> dict:
+    """One candidate through its own judge process (on `problem`, else the current folder); its
+    record, or why there is none."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="batch-") as scratch:
         out = Path(scratch) / "record.json"
-        command = [sys.executable, "-m", "eval", "--problem", str(problem_folder.current().root), mode,
+        command = [sys.executable, "-m", "eval", "--problem", str(problem or problem_folder.current().root), mode,
                    str(candidate.path), *args, "--format", "json", "-o", str(out)]
         env = dict(os.environ)
         env.pop(problem_folder.DIR_ENV, None)
@@ -118,8 +129,7 @@ def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | No
             error = f"the judge did not finish within {limit:.0f} s (killed)"
         record = json.loads(out.read_text()) if out.is_file() else None
     if record is None and error is None:
-        tail = [l for l in (stderr or "").strip().splitlines() if l.strip()]
-        error = f"no record (judge exit {proc.returncode}): {tail[-1][:300] if tail else 'no output'}"
+        error = f"no record (judge exit {proc.returncode}): {last_error(stderr or '')}"
     passed = bool(record and record.get("passed"))
     reason = error or (record or {}).get("error") or next(
         (c.get("error") for c in (record or {}).get("cases", []) if c.get("status") != "pass"), None)

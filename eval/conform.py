@@ -34,6 +34,7 @@ from pathlib import Path
 import yaml
 
 from eval import problem_folder
+from eval.batch import Candidate, judge_one, last_error
 
 SUBMISSION_MARK = "@SUBMISSION@"  # task.yml's `files` source standing for the submission
 DEFAULT_TIMEOUT = 180.0  # the runner's, where task.yml names none
@@ -105,20 +106,18 @@ def mode_cases(task: dict, mode: str) -> list[dict]:
 
 # -- the official evaluator ---------------------------------------------------------------------------
 
-def stage(folder: Path, solution: Path, dest: Path, task: dict) -> str:
+def stage(folder: Path, solution: Path, dest: Path) -> str:
     """Copy what task.yml's `files` name into dest (the submission in its place); returns the
     evaluator's source as task.yml gives it."""
-    main = str((task.get("config") or {}).get("main") or "eval.py")
-    evaluator = main
-    for entry in task.get("files") or []:
-        name, source = str(entry["name"]), str(entry["source"])
+    staged = problem_folder.staging(folder)
+    if staged is None:
+        raise FileNotFoundError(f"{folder.name}/task.yml cannot be read")
+    for name, source in staged.files:
         origin = solution if source == SUBMISSION_MARK else (folder / source)
-        if name == main:
-            evaluator = source
-        if not origin.is_file():
-            raise FileNotFoundError(f"{folder.name}/task.yml names {source}, which this checkout lacks")
+        if not name or not origin.is_file():
+            raise FileNotFoundError(f"{folder.name}/task.yml names {source or '(nothing)'}, which this checkout lacks")
         shutil.copyfile(origin, dest / name)
-    return evaluator
+    return staged.evaluator
 
 
 def _drain(fd: int, sink: list) -> None:
@@ -158,20 +157,14 @@ def run_popcorn(args: list[str], cwd: Path, timeout: float) -> tuple[int | None,
     return code, fields, stderr or ""
 
 
-def _last_error(stderr: str) -> str:
-    lines = [l.strip() for l in stderr.strip().splitlines() if l.strip()]
-    errors = [l for l in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", l)]
-    return (errors or lines or ["no output"])[-1][:300]
-
-
 def official(folder: Path, solution: Path, mode: str, timing: bool) -> tuple[Side, str]:
     task = load_task(folder)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="conform-") as scratch:
         work = Path(scratch)
         try:
-            evaluator = stage(folder, solution, work, task)
-        except (OSError, KeyError) as exc:
+            evaluator = stage(folder, solution, work)
+        except OSError as exc:
             return Side(False, reason=f"cannot stage: {exc}"), "?"
         (work / "cases.txt").write_text(spec_lines(mode_cases(task, mode)))
         timeout = float(task.get("test_timeout" if mode == "test" else "benchmark_timeout") or DEFAULT_TIMEOUT)
@@ -180,7 +173,7 @@ def official(folder: Path, solution: Path, mode: str, timing: bool) -> tuple[Sid
     if code is None:
         return Side(False, reason=f"timed out after {timeout:.0f} s", seconds=seconds), evaluator
     if code not in PASSING_CODES or "check" not in fields:
-        return Side(False, reason=f"cannot run here (exit {code}): {_last_error(stderr)}", seconds=seconds), evaluator
+        return Side(False, reason=f"cannot run here (exit {code}): {last_error(stderr)}", seconds=seconds), evaluator
     passed = fields["check"] == "pass"
     reason = "" if passed else _official_reason(fields)
     means = []
@@ -200,34 +193,24 @@ def _official_reason(fields: dict) -> str:
 # -- ours ---------------------------------------------------------------------------------------------
 
 def ours(folder: Path, solution: Path, mode: str, emulate: bool, timing: bool) -> Side:
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="conform-ours-") as scratch:
-        report = Path(scratch) / "record.json"
-        command = [sys.executable, "-m", "eval", "--problem", str(folder), mode, str(solution),
-                   "--format", "json", "-o", str(report), *(["--emulate-blackwell"] if emulate else [])]
-        if mode != "test":
-            command += ["--cases", "benchmarks"]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(problem_folder.ROOT),
-                                                                        os.environ.get("PYTHONPATH")]))}
-        env.pop(problem_folder.DIR_ENV, None)
-        proc = subprocess.run(command, capture_output=True, text=True, errors="replace", env=env,
-                              cwd=problem_folder.ROOT)
-        if not report.is_file():
-            return Side(False, reason=f"exit {proc.returncode}: {_last_error(proc.stderr)}",
-                        seconds=time.monotonic() - started)
-        record = json.loads(report.read_text())
-    failed = next((c for c in record.get("cases", []) if c.get("status") != "pass"), None)
-    reason = record.get("error") or (failed or {}).get("error") or ""
+    args = ["--emulate-blackwell"] if emulate else []
+    if mode != "test":
+        args += ["--cases", "benchmarks"]
+    candidate = Candidate(solution.name, solution, "")
+    judged = judge_one(candidate, mode, args, os.environ.get("CUDA_VISIBLE_DEVICES"), None, problem=folder)
+    record = judged["record"]
+    if record is None:
+        return Side(False, reason=judged["reason"], seconds=judged["seconds"])
     means = [((c.get("stats") or {}).get("mean") or 0) for c in record.get("cases", [])] if timing else []
-    return Side(True, bool(record.get("passed")), reason, means, time.monotonic() - started)
+    return Side(True, judged["passed"], judged["reason"] or "", means, judged["seconds"])
 
 
 def needs_emulation(folder: Path) -> bool:
     """The folder's reference calls torch._scaled_mm and this machine has no FP4 GEMM."""
     from eval.emulate import scaled_mm
+    from eval.judge.verdict import reference_calls_scaled_mm
 
-    text = "".join((folder / n).read_text(errors="replace") for n in ("reference.py",) if (folder / n).is_file())
-    return bool(re.search(r"^[^#\n]*\b_scaled_mm\s*\(", text, re.M)) and not scaled_mm.fp4_available()
+    return reference_calls_scaled_mm(folder) and not scaled_mm.fp4_available()
 
 
 # -- the table ----------------------------------------------------------------------------------------

@@ -91,21 +91,42 @@ BATCHED_EVALUATOR = "eval_better_bench"  # the leaderboard's batched evaluators'
 BATCH_DEFAULT = 50
 
 
+@dataclasses.dataclass(frozen=True)
+class Staging:
+    """What task.yml says the runner puts beside the problem: `main`, the file it executes
+    (config.main), and `files` as (name in the folder, source as task.yml gives it)."""
+    main: str
+    files: tuple
+
+    @property
+    def evaluator(self) -> str:
+        """The source of the file the runner executes, e.g. "../eval_better_bench.py"."""
+        return next((source for name, source in self.files if name == self.main), self.main)
+
+
+def staging(root: Path) -> Staging | None:
+    """task.yml's `config.main` and `files` (None when task.yml cannot be read)."""
+    import yaml
+
+    try:
+        task = yaml.safe_load((root / "task.yml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return None
+    files = tuple((str(f.get("name", "")), str(f.get("source", ""))) for f in task.get("files") or []
+                  if isinstance(f, dict))
+    return Staging(str((task.get("config") or {}).get("main") or "eval.py"), files)
+
+
 def declared_timing(root: Path) -> Timing:
     """The timing the folder's task.yml names: `config.main` is the file the runner executes, and
     `files` says where it comes from. A batched evaluator's batch is its NUM_ITERATIONS_PER_BENCHMARK
     when the file is there to read (a checkout), else 50. Anything else times per call."""
     import re
 
-    import yaml
-
-    try:
-        task = yaml.safe_load((root / "task.yml").read_text()) or {}
-    except (OSError, yaml.YAMLError):
+    staged = staging(root)
+    if staged is None:
         return Timing("per-call", BATCH_DEFAULT, "?")
-    main = str((task.get("config") or {}).get("main") or "eval.py")
-    source = next((str(f.get("source")) for f in task.get("files") or []
-                   if isinstance(f, dict) and f.get("name") == main), main)
+    source = staged.evaluator
     if not Path(source).name.startswith(BATCHED_EVALUATOR):
         return Timing("per-call", BATCH_DEFAULT, source)
     batch = BATCH_DEFAULT
@@ -177,18 +198,9 @@ def _import_staged_files(root: Path) -> None:
     """Modules task.yml's `files` place beside the problem from elsewhere (the series' utils.py,
     source "../utils.py"): imported under the name the runner gives them, as if staged there. The
     evaluator (config.main) and the submission are not."""
-    import yaml
-
-    try:
-        task = yaml.safe_load((root / "task.yml").read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return
-    main = str((task.get("config") or {}).get("main") or "eval.py")
-    for entry in task.get("files") or []:
-        if not isinstance(entry, dict):
-            continue
-        name, source = str(entry.get("name", "")), str(entry.get("source", ""))
-        if not name.endswith(".py") or name == main or source.startswith("@") or (root / name).is_file():
+    staged = staging(root)
+    for name, source in staged.files if staged else ():
+        if not name.endswith(".py") or name == staged.main or source.startswith("@") or (root / name).is_file():
             continue
         if (root / source).is_file():
             import_file(name[:-3], (root / source).resolve())

@@ -101,15 +101,25 @@ def test_wide_loads_and_stores_split_in_two():
         ["-O3", "-gencode=arch=compute_90a,code=sm_90a"]
 
 
+def nvcc_build(folder, *args, emulate=False):
+    """nvcc -c folder/k.cu, plain or through the stand-in exactly as the worker sets PYTORCH_NVCC, run
+    from a folder where `eval` is not importable (ninja runs it from the extension's build folder)."""
+    import shlex
+    import subprocess
+
+    from eval.worker import emulation
+
+    head = shlex.split(emulation.nvcc_command("90a")) if emulate else ["nvcc"]
+    return subprocess.run([*head, "-c", str(folder / "k.cu"), "-o", str(folder / "k.o"), *args],
+                          cwd=folder, capture_output=True, text=True, timeout=300)
+
+
 def test_b200_style_cuda_builds_for_hopper_only_through_the_rewrite(tmp_path):
     """tests/blackwell/cuda_fp4_cvt_v8.py's device code: builds for sm_100a, fails for sm_90a with
     plain nvcc (FP4 cvt, 256-bit loads), builds for sm_90a through eval/worker/nvcc_emulate.py."""
     import re
-    import shlex
     import shutil
-    import subprocess
 
-    from eval.worker import emulation
     from tests.conftest import ROOT
 
     if not shutil.which("nvcc"):
@@ -120,11 +130,7 @@ def test_b200_style_cuda_builds_for_hopper_only_through_the_rewrite(tmp_path):
     (tmp_path / "k.cu").write_text(device)
 
     def build(*args, emulate=False):
-        # the stand-in exactly as the worker sets PYTORCH_NVCC, run from a folder where `eval` is not
-        # importable (ninja runs it from the extension's build folder)
-        head = shlex.split(emulation.nvcc_command("90a")) if emulate else ["nvcc"]
-        return subprocess.run([*head, "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o"), *args],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        return nvcc_build(tmp_path, *args, emulate=emulate)
 
     assert build("-gencode=arch=compute_100a,code=sm_100a").returncode == 0
     plain = build("-gencode=arch=compute_90a,code=sm_90a")
@@ -156,11 +162,9 @@ def test_packed_f32x2_and_mixed_fma_build_for_hopper_through_the_rewrite(tmp_pat
     """fma/add/mul.rn.f32x2 and fma.rn.f32.f16 (sm_100 only): plain nvcc builds them for sm_100a and
     refuses sm_90a; the stand-in rewrites them into per-half f32 operations that ptxas accepts for
     sm_90a (element-wise by definition: the same results)."""
-    import shlex
     import shutil
-    import subprocess
 
-    from eval.worker import emulation, nvcc_emulate
+    from eval.worker import nvcc_emulate
 
     rewritten = nvcc_emulate.rewrite_ptx("fma.rn.f32x2 %rd1, %rd2, %rd3, %rd4;")
     assert "f32x2" not in rewritten and rewritten.count("fma.rn.f32 ") == 2
@@ -170,9 +174,7 @@ def test_packed_f32x2_and_mixed_fma_build_for_hopper_through_the_rewrite(tmp_pat
     (tmp_path / "k.cu").write_text("#include <cuda_fp16.h>\n" + PACKED_KERNEL)
 
     def build(*args, emulate=False):
-        head = shlex.split(emulation.nvcc_command("90a")) if emulate else ["nvcc"]
-        return subprocess.run([*head, "-c", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.o"), *args],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        return nvcc_build(tmp_path, *args, emulate=emulate)
 
     assert build("-gencode=arch=compute_100a,code=sm_100a").returncode == 0
     plain = build("-gencode=arch=compute_90a,code=sm_90a")

@@ -219,6 +219,8 @@ class WorkerProcess:
         self.info: dict = {}  # the signed hello: what the judge believes about this worker
         self.load_info: dict = {}  # the ready reply (informational: sent after the submission ran)
         self.build_key: str | None = None
+        self._store_builds = False  # set once the import succeeded: its builds are kept at close
+        self._built_by = 0  # when the import ended (ns): files changed later are not kept
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, load_timeout: float = DEFAULT_LOAD_TIMEOUT_S, import_timeout: float | None = None) -> dict:
@@ -292,7 +294,7 @@ class WorkerProcess:
         self.load_info = _parse_info(reply.header.get("text"))
         self.load_info["load_s"] = round(time.monotonic() - started, 2)
         self._store_builds = bool(self.submission and self.private)  # at close, once the worker is dead
-        self._built_by = time.time_ns()  # what the import built; later changes are not kept (ctime)
+        self._built_by = time.time_ns()
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -303,16 +305,7 @@ class WorkerProcess:
         threads cannot take the CPU from the other's measurement."""
         if not self.alive():
             return
-        wanted = signal.SIGSTOP if frozen else signal.SIGCONT
-        if self.uid is not None and os.geteuid() == 0:
-            _signal_uid(self.uid, wanted)  # all at once, then the session's below
-        pids = [pid for pid, _, sid, owner in _processes()
-                if sid == self.process.pid or (self.uid is not None and owner == self.uid)]
-        for pid in pids:
-            try:
-                os.kill(pid, wanted)
-            except OSError:
-                pass
+        pids = _signal_worker(self.process.pid, self.uid, signal.SIGSTOP if frozen else signal.SIGCONT)
         deadline = time.monotonic() + 2.0  # a stop is delivered asynchronously: wait until it holds
         while frozen and time.monotonic() < deadline and any(_running(pid) for pid in pids):
             time.sleep(0.001)
@@ -337,7 +330,7 @@ class WorkerProcess:
         if self.private:
             # a worker that kept root: whose files are whose cannot be told, and its processes may
             # outlive the kill; its builds are not kept
-            if getattr(self, "_store_builds", False) and self.uid is not None:
+            if self._store_builds and self.uid is not None:
                 build_cache.store(self.build_key, self.private.builds, self.uid, self._built_by)
             self._store_builds = False
             shutil.rmtree(self.private.root, ignore_errors=True)
@@ -555,20 +548,27 @@ def _signal_uid(uid: int, sig: int) -> None:
     os.waitpid(child, 0)
 
 
+def _signal_worker(session: int, uid: int | None, sig: int) -> list[int]:
+    """Send sig to everything the worker started: every process of its own uid at once (where it
+    has one), then each process found in its session or of its uid; returns those found."""
+    if uid is not None and os.geteuid() == 0:
+        _signal_uid(uid, sig)
+    found = [pid for pid, _, sid, owner in _processes() if sid == session or (uid is not None and owner == uid)]
+    for pid in found:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    return found
+
+
 def _kill_rest(session: int, uid: int | None, settle: bool = False) -> None:
     """SIGKILL everything the worker started: its session (which no process of it can leave) and,
     where it has a uid of its own, every process of that uid. settle: again and again until a
     pass finds none (a chain of forks outruns one pass over /proc), for at most 5 s."""
-    if uid is not None and os.geteuid() == 0:
-        _signal_uid(uid, signal.SIGKILL)
     deadline = time.monotonic() + 5
     while True:
-        found = [pid for pid, _, sid, owner in _processes() if sid == session or (uid is not None and owner == uid)]
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        found = _signal_worker(session, uid, signal.SIGKILL)
         if not settle or not found or time.monotonic() > deadline:
             return
         time.sleep(0.01)

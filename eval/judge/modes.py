@@ -186,13 +186,13 @@ def explain_arch_failures(record: RunRecord) -> None:
     except OSError:
         return
     emulated = bool(record.timing.emulated)
+    if emulated:  # the flag is on: what failed under emulation is the reason, never "add the flag"
+        feature = blackwell.find(source)
+        seen = f" (the source uses {feature.what}, line {feature.line}" + (
+            ", which emulation covers)" if feature.emulated else ", which emulation does not cover)") if feature else ""
     for holder in [record, *record.cases]:
         message = holder.error
         if emulated and message and not message.startswith(("under --emulate-blackwell",) + blackwell.RAN):
-            # the flag is on: what failed under emulation is the reason, never "add the flag"
-            feature = blackwell.find(source)
-            seen = f" (the source uses {feature.what}, line {feature.line}" + (
-                ", which emulation covers)" if feature.emulated else ", which emulation does not cover)") if feature else ""
             holder.error = f"under --emulate-blackwell: {message}{seen}"
             continue
         reason = blackwell.explain(source, message or "", env.capability, env.gpu) if message else None

@@ -8,6 +8,7 @@ reference runs in this process.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import re
 
@@ -38,23 +39,32 @@ def device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def reference_emulation() -> list[str]:
-    """Where the folder's reference (reference.py, or the utils.py beside it) calls torch._scaled_mm,
-    which needs FP4 support this GPU lacks: the exact stand-in (eval/emulate) in the judge's process
-    only; a worker gets it only with --emulate-blackwell. Returns the label for the report."""
-    root = problem_folder.current().root
+def reference_calls_scaled_mm(root) -> bool:
+    """The folder's reference (reference.py, or the utils.py beside it) calls torch._scaled_mm (a
+    call, not a comment's or a docstring's mention)."""
     source = ""
     for name in ("reference.py", "utils.py"):
         try:
             source += (root / name).read_text(errors="replace")
         except OSError:
             pass
-    calls = re.search(r"^[^#\n]*\b_scaled_mm\s*\(", source, re.M)  # a call, not a comment or a docstring's mention
-    if not calls or scaled_mm.fp4_available():
-        return []
+    return re.search(r"^[^#\n]*\b_scaled_mm\s*\(", source, re.M) is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_emulation(root) -> tuple:
+    if not reference_calls_scaled_mm(root) or scaled_mm.fp4_available():
+        return ()
     scaled_mm.install()
-    return ["the reference's torch._scaled_mm on FP4 runs as an exact software GEMM in the judge "
-            "(this GPU has no FP4 GEMM)"]
+    return ("the reference's torch._scaled_mm on FP4 runs as an exact software GEMM in the judge "
+            "(this GPU has no FP4 GEMM)",)
+
+
+def reference_emulation() -> list[str]:
+    """Where the folder's reference calls torch._scaled_mm, which needs FP4 support this GPU lacks:
+    the exact stand-in (eval/emulate) in the judge's process only; a worker gets it only with
+    --emulate-blackwell. Returns the label for the report. Decided once per problem folder."""
+    return list(_reference_emulation(problem_folder.current().root))
 
 
 def reference():

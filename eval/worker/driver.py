@@ -112,8 +112,10 @@ class Worker:
         return lambda data: run_with(data, config)
 
     def make_input(self, args: dict):
+        from eval.records import generate_args
+
         generate = self.reference.generate_input
-        args = {k: tuple(v) if isinstance(v, list) else v for k, v in args.items()}  # as records.generate_args
+        args = generate_args(args)
         return lambda seed, overrides=None: generate(**{**args, **(overrides or {}), "seed": int(seed)})
 
     # -- ops: each ends in exactly one reply ---------------------------------------------------
