@@ -12,6 +12,7 @@ and the faster-than-memory failure on a GPU.
 """
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -60,8 +61,10 @@ def judge(submission: str | Path, mode: str = "test", problem: str | Path | None
     judged_options = options(**option_values)
     if isinstance(submission, str) and "\n" in submission:
         with tempfile.TemporaryDirectory(prefix="eval-api-") as folder:
+            os.chmod(folder, 0o755)  # readable by the worker's own uid (else the judge keeps it root)
             path = Path(folder) / "submission.py"
             path.write_text(submission)
+            path.chmod(0o644)
             return _judge(path, mode, chosen, judged_options, runner)
     return _judge(Path(submission), mode, chosen, judged_options, runner)
 

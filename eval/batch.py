@@ -138,18 +138,31 @@ def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | No
             "seconds": round(time.monotonic() - started, 2), "record": record}
 
 
+def pending(candidates: list[Candidate], key: str, jsonl: Path) -> list[Candidate]:
+    """The candidates without a line of these options in jsonl yet (resume)."""
+    done = judged(jsonl)
+    return [c for c in candidates if (c.sha256, key) not in done]
+
+
+def append_line(jsonl: Path, line: dict) -> None:
+    """One whole JSON line per write, flushed and synced at once (a killed run loses at most a cut
+    line, which resume judges again)."""
+    jsonl.parent.mkdir(parents=True, exist_ok=True)
+    with open(jsonl, "a") as handle:
+        handle.write(json.dumps(line) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
 def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jobs: int | None = None,
         limit: float = 1800.0, progress=None) -> list[dict]:
     """Judge every candidate not yet in jsonl; returns this run's lines (in finishing order)."""
     key = options_key(mode, args)
-    done = judged(jsonl)
     todo: queue.Queue = queue.Queue()
-    for candidate in candidates:
-        if (candidate.sha256, key) not in done:
-            todo.put(candidate)
+    for candidate in pending(candidates, key, jsonl):
+        todo.put(candidate)
     lines: list[dict] = []
     lock = threading.Lock()
-    jsonl.parent.mkdir(parents=True, exist_ok=True)
 
     def worker(device):
         while True:
@@ -159,10 +172,7 @@ def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jo
                 return
             line = {**judge_one(candidate, mode, args, device, limit), "options": key, "mode": mode}
             with lock:
-                with open(jsonl, "a") as handle:  # one whole line per write, flushed at once
-                    handle.write(json.dumps(line) + "\n")
-                    handle.flush()
-                    os.fsync(handle.fileno())
+                append_line(jsonl, line)
                 lines.append(line)
                 if progress:
                     progress(line)

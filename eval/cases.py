@@ -14,6 +14,8 @@ from eval import problem_folder
 from eval.records import size_key
 from eval.stats import RANKINGS
 
+DEFAULT_RANKING = "last"  # where task.yml names none: the leaderboard's (kernelbot's LeaderboardTask default)
+
 ROOT = problem_folder.ROOT
 GPUS_FILE = Path(__file__).resolve().parent / "gpus.yaml"
 SECRET_SEED_ENV = "POPCORN_SEED"
@@ -90,14 +92,14 @@ def _load_task(path: Path) -> dict:
     for key in ("tests", "benchmarks"):
         if not isinstance(task.get(key), list) or not task[key]:
             raise ConfigError(f"{path.name} needs a non-empty list `{key}`")
-    if task.get("ranking_by", "geom") not in RANKINGS:
+    if task.get("ranking_by", DEFAULT_RANKING) not in RANKINGS:
         raise ConfigError(f"{path.name}: ranking_by {task['ranking_by']!r} is not one of {', '.join(RANKINGS)}")
     return task
 
 
 def ranking_by() -> str:
     """How task.yml ranks a submission over its benchmarks (geom, mean or last)."""
-    return load_task().get("ranking_by", "geom")
+    return load_task().get("ranking_by", DEFAULT_RANKING)
 
 
 def load_shapes(path: Path | None = None) -> dict:
@@ -124,8 +126,17 @@ def select_cases(name: str) -> list[Case]:
 
 
 def public_cases(name: str) -> list[Case]:
-    """A case set as the files give it (no secret seed)."""
-    if name in ("tests", "benchmarks"):
+    """A case set as the files give it (no secret seed). "tests:I" / "benchmarks:I": task.yml's case at
+    index I alone (Python indexing: benchmarks:-1 is the last, the one ranking_by "last" ranks)."""
+    base, _, index = name.partition(":")
+    if base in ("tests", "benchmarks") and index:
+        entries = load_task()[base]
+        try:
+            entries = [entries[int(index)]]
+        except (ValueError, IndexError, TypeError):
+            raise ConfigError(f"case set {name!r}: {base} has {len(entries)} case(s); give an index in "
+                              f"-{len(entries)}..{len(entries) - 1}") from None
+    elif name in ("tests", "benchmarks"):
         entries = load_task()[name]
     else:
         sets = load_shapes()["sets"]

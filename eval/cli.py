@@ -18,7 +18,6 @@ from eval import cases as case_files
 from eval import api, problem_folder, report, results, sol
 from eval.cases import ConfigError
 from eval.judge import modes
-from eval.judge.text import one_line
 from eval.records import RunRecord
 from eval.submissions import best_runnable
 
@@ -327,13 +326,21 @@ def rank(subs, case_set, method, timeout, fail_narrow):
 @click.option("--limit", default=1800.0, show_default=True, help="Seconds per candidate before its judge is killed.")
 @click.option("--jobs", type=int, default=None, help="Judges at once (default: one per GPU; 1 without CUDA).")
 @click.option("--fail-narrow/--allow-narrow", "fail_narrow", default=False, show_default=True)
+@click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
+              help="Judge on a Ray cluster, one actor per GPU: local (start one here), auto, host:port or "
+                   "ray://host:port (join one; the harness is shipped to it). Needs `pip install ray`.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The JSONL of verdicts (default: results/batch.jsonl); a rerun skips what it holds.")
-def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, output):
+def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_address, output):
     """Judge many candidates (files, folders, JSONL of {"id", "source"}) with the same options, one
-    judge per GPU at a time; one JSON line per candidate as it finishes; standings at the end."""
+    judge per GPU at a time (here, or on a Ray cluster with --ray); one JSON line per candidate as it
+    finishes; standings at the end."""
     from eval import batch as batching
+    from eval import batch_view
 
+    if jobs is not None and jobs < 1:
+        fail_usage("--jobs must be at least 1")
+    judge_all = _batch_runner(ray_address)
     output = output or results.RESULTS_DIR / "batch.jsonl"
     args = ["--timeout", str(timeout)] + (["--cases", case_set] if case_set else []) + \
         (["--fail-narrow"] if fail_narrow else [])
@@ -341,19 +348,30 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, output)
         found = batching.collect(list(candidates), output.parent / "batch-sources")
     except (ValueError, OSError) as exc:
         fail_usage(str(exc))
-
-    def progress(line):
-        verdict = "pass" if line["passed"] else f"FAIL: {one_line(line['reason'] or '')[:120]}"
-        click.echo(f"  {line['id']}: {verdict} ({line['seconds']:.0f} s, device {line['device'] or 'cpu'})", err=True)
-
-    batching.run(found, mode, args, output, jobs, limit, progress)
     key = batching.options_key(mode, args)
+    with batch_view.progress(len(batching.pending(found, key, output))) as progress:
+        try:
+            judge_all(found, mode, args, output, jobs=jobs, limit=limit, progress=progress)
+        except ConnectionError as exc:
+            fail_usage(str(exc))
     board = [e for e in batching.standings(output, key) if e["sha256"] in {c.sha256 for c in found}]
-    for place, entry in enumerate(board, 1):
-        score = f"{entry['geomean_ns'] / 1e3:.2f} µs" if entry.get("geomean_ns") else "—"
-        click.echo(f"{place:>3}  {'pass' if entry['passed'] else 'FAIL':<4}  {score:>12}  {entry['id']}")
+    click.echo(batch_view.standings(board))
     click.echo(f"{sum(e['passed'] for e in board)} of {len(board)} passed; verdicts: {output}")
     sys.exit(0 if board and all(e["passed"] for e in board) else EXIT_FAIL)
+
+
+def _batch_runner(ray_address: str | None):
+    """batch.run, or batch_ray.run on the cluster at ray_address (a usage error when Ray is missing)."""
+    from eval import batch as batching
+
+    if ray_address is None:
+        return batching.run
+    from eval import batch_ray
+
+    why = batch_ray.missing()
+    if why:
+        fail_usage(why)
+    return functools.partial(batch_ray.run, address=ray_address)
 
 
 @main.command()
@@ -361,11 +379,13 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, output)
 @click.option("--timing", is_flag=True, help="Also run both evaluators' benchmarks: ours/official per case.")
 @click.option("--only", default=None, metavar="REGEX", help="Only problem folders whose path matches.")
 @click.option("--solutions", default=None, metavar="REGEX", help="Only solutions whose path in the folder matches.")
+@click.option("--add", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A solution of your own, judged in every folder selected as if shipped there (repeatable).")
 @click.option("--jobs", default=1, show_default=True, help="Solutions judged at once (verdicts; timing runs one at a time).")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the table to this file.")
-def conform(path, timing, only, solutions, jobs, fmt, output):
+def conform(path, timing, only, solutions, add, jobs, fmt, output):
     """Our verdict beside the leaderboard's own evaluator on every problem folder and shipped solution
     under PATH (a reference-kernels checkout, a series folder, or one problem). Exit 1 on a verdict
     that differs where both ran. The official evaluator runs solutions unsandboxed, as its runner does."""
@@ -379,7 +399,7 @@ def conform(path, timing, only, solutions, jobs, fmt, output):
         click.echo(f"  {row.problem}/{row.solution}: official {conformance.verdict_text(row.official)}, "
                    f"ours {conformance.verdict_text(row.ours)}", err=True)
 
-    rows = conformance.conform(path, timing, only, progress, jobs, solutions)
+    rows = conformance.conform(path, timing, only, progress, jobs, solutions, tuple(add))
     text = conformance.render(rows, fmt) + "\n" + conformance.summary(rows)
     click.echo(text)
     if output:

@@ -67,7 +67,7 @@ class Row:
 
     @property
     def ratios(self) -> list:
-        official = self.official.means_ns  # ranking_by "last": the evaluator times the last case only
+        official = self.official.means_ns  # ranking_by "last": both time the last case only
         mine = self.ours.means_ns[-len(official):] if official else []
         return [o / f for o, f in zip(mine, official) if o and f]
 
@@ -101,7 +101,11 @@ def mode_cases(task: dict, mode: str) -> list[dict]:
     if mode == "test":
         return list(task.get("tests") or [])
     benchmarks = list(task.get("benchmarks") or [])
-    return benchmarks[-1:] if task.get("ranking_by", "last") == "last" else benchmarks
+    return benchmarks[-1:] if ranked_last(task) else benchmarks
+
+
+def ranked_last(task: dict) -> bool:
+    return task.get("ranking_by", "last") == "last"
 
 
 # -- the official evaluator ---------------------------------------------------------------------------
@@ -125,16 +129,16 @@ def _drain(fd: int, sink: list) -> None:
         sink.append(reader.read())
 
 
-def run_popcorn(args: list[str], cwd: Path, timeout: float) -> tuple[int | None, dict, str]:
-    """Run the evaluator with POPCORN_FD; (exit code or None on timeout, the pipe's key: value
-    lines, stderr's tail)."""
+def run_popcorn(args: list[str], cwd: Path, timeout: float, after: tuple = ()) -> tuple[int | None, dict, str]:
+    """Run the evaluator with POPCORN_FD (`after`: folders appended to its PYTHONPATH); (exit code or
+    None on timeout, the pipe's key: value lines, stderr's tail)."""
     read_end, write_end = os.pipe()
     env = {**os.environ, "POPCORN_FD": str(write_end)}
     env.pop("POPCORN_SEED", None)  # a public run
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)  # the user's, not the harness's
              if p and Path(p).resolve() != problem_folder.ROOT]
     paths[:0] = [os.environ[PYTHONPATH_ENV]] if os.environ.get(PYTHONPATH_ENV) else []  # e.g. a shim
-    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["PYTHONPATH"] = os.pathsep.join([*paths, *map(str, after)])
     proc = subprocess.Popen(args, cwd=cwd, env=env, pass_fds=[write_end], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
     os.close(write_end)
@@ -157,18 +161,52 @@ def run_popcorn(args: list[str], cwd: Path, timeout: float) -> tuple[int | None,
     return code, fields, stderr or ""
 
 
-def official(folder: Path, solution: Path, mode: str, timing: bool) -> tuple[Side, str]:
+FP4_SHIM = '''"""conform: torch._scaled_mm on FP4 as the harness's exact software GEMM in every process of the
+official evaluator (this GPU has no FP4 GEMM); then the next sitecustomize on sys.path, if any."""
+import importlib.util as _util
+import os as _os
+import sys as _sys
+
+_spec = _util.spec_from_file_location("_conform_scaled_mm", {module!r})
+_emulation = _util.module_from_spec(_spec)
+_spec.loader.exec_module(_emulation)
+_emulation.install()  # FP4 operands only; no CUDA call here (the evaluator may fork)
+_here = _os.path.dirname(_os.path.abspath(__file__))
+_seen = [_os.path.abspath(_entry or ".") for _entry in _sys.path]
+for _entry in _seen[_seen.index(_here) + 1:] if _here in _seen else ():  # only those after this one
+    _next = _os.path.join(_entry, "sitecustomize.py")
+    if _os.path.isfile(_next):
+        exec(compile(open(_next).read(), _next, "exec"), {{"__name__": "sitecustomize", "__file__": _next}})
+        break
+'''
+FP4_LABEL = " (FP4 _scaled_mm emulated)"  # the evaluator column, where the shim ran
+
+
+def fp4_shim(folder: Path) -> Path:
+    """A folder whose sitecustomize.py installs eval/emulate/scaled_mm.py in a process (for the
+    official evaluator of a folder whose reference needs the FP4 GEMM this GPU lacks)."""
+    from eval.emulate import scaled_mm
+
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(FP4_SHIM.format(module=str(Path(scaled_mm.__file__).resolve())))
+    return folder
+
+
+def official(folder: Path, solution: Path, mode: str, timing: bool, emulate: bool = False) -> tuple[Side, str]:
+    """The folder's own evaluator on solution; emulate: with the FP4 shim on its PYTHONPATH (labelled
+    in the evaluator's name)."""
     task = load_task(folder)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="conform-") as scratch:
         work = Path(scratch)
         try:
-            evaluator = stage(folder, solution, work)
+            evaluator = stage(folder, solution, work) + (FP4_LABEL if emulate else "")
         except OSError as exc:
             return Side(False, reason=f"cannot stage: {exc}"), "?"
+        shim = (fp4_shim(work / "_fp4"),) if emulate else ()
         (work / "cases.txt").write_text(spec_lines(mode_cases(task, mode)))
         timeout = float(task.get("test_timeout" if mode == "test" else "benchmark_timeout") or DEFAULT_TIMEOUT)
-        code, fields, stderr = run_popcorn([sys.executable, "eval.py", mode, "cases.txt"], work, timeout)
+        code, fields, stderr = run_popcorn([sys.executable, "eval.py", mode, "cases.txt"], work, timeout, shim)
     seconds = time.monotonic() - started
     if code is None:
         return Side(False, reason=f"timed out after {timeout:.0f} s", seconds=seconds), evaluator
@@ -194,8 +232,8 @@ def _official_reason(fields: dict) -> str:
 
 def ours(folder: Path, solution: Path, mode: str, emulate: bool, timing: bool) -> Side:
     args = ["--emulate-blackwell"] if emulate else []
-    if mode != "test":
-        args += ["--cases", "benchmarks"]
+    if mode != "test":  # the cases the official evaluator times (mode_cases)
+        args += ["--cases", "benchmarks:-1" if ranked_last(load_task(folder)) else "benchmarks"]
     candidate = Candidate(solution.name, solution, "")
     judged = judge_one(candidate, mode, args, os.environ.get("CUDA_VISIBLE_DEVICES"), None, problem=folder)
     record = judged["record"]
@@ -216,9 +254,12 @@ def needs_emulation(folder: Path) -> bool:
 # -- the table ----------------------------------------------------------------------------------------
 
 def conform(path: Path, timing: bool = False, only: str | None = None, progress=None, jobs: int = 1,
-            solutions: str | None = None) -> list[Row]:
-    """Every solution of every problem under path, in table order. jobs > 1 runs that many
-    solutions' verdicts at once; timing runs (--timing) always run one at a time, after them."""
+            solutions: str | None = None, add: tuple = ()) -> list[Row]:
+    """Every solution of every problem under path, in table order (and the files in `add`, judged in
+    every problem folder selected, e.g. a kernel of one's own with --only). jobs > 1 runs that many
+    solutions' verdicts at once; timing runs (--timing) always run one at a time, after them. Where
+    the folder's reference needs the FP4 GEMM this GPU lacks, both sides run it emulated: ours with
+    --emulate-blackwell, the official evaluator with the FP4 shim (labelled)."""
     from concurrent.futures import ThreadPoolExecutor
 
     base = path.resolve()
@@ -229,11 +270,13 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
         emulate = needs_emulation(folder)
         work += [(folder, solution, emulate) for solution in find_solutions(folder)
                  if not solutions or re.search(solutions, str(solution.relative_to(folder)))]
+        work += [(folder, Path(extra).resolve(), emulate) for extra in add]
 
     def verdicts(item) -> Row:
         folder, solution, emulate = item
-        side, evaluator = official(folder, solution, "test", False)
-        row = Row(str(folder.relative_to(base.parent)), str(solution.relative_to(folder)), evaluator, side,
+        side, evaluator = official(folder, solution, "test", False, emulate)
+        name = str(solution.relative_to(folder)) if solution.is_relative_to(folder) else str(solution)
+        row = Row(str(folder.relative_to(base.parent)), name, evaluator, side,
                   ours(folder, solution, "test", emulate, False), emulate)
         if progress:
             progress(row)
@@ -243,7 +286,7 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
         rows = list(pool.map(verdicts, work))
     for (folder, solution, emulate), row in zip(work, rows):
         if timing and row.official.ran and row.official.passed and row.ours.passed:
-            row.official.means_ns = official(folder, solution, "benchmark", True)[0].means_ns
+            row.official.means_ns = official(folder, solution, "benchmark", True, emulate)[0].means_ns
             row.ours.means_ns = ours(folder, solution, "benchmark", emulate, True).means_ns
     return rows
 
@@ -264,10 +307,10 @@ def render(rows: list[Row], fmt: str = "table") -> str:
         ratio = " ".join(f"{x:.3f}" for x in r.ratios) or "—"
         reason = r.ours.reason if r.agree is not True or not r.ours.passed else ""
         if not r.official.ran:
-            reason = f"official: {r.official.reason}" + (f"; ours: {r.ours.reason}" if r.ours.reason else "")
+            reason = (f"ours: {r.ours.reason}; " if r.ours.reason else "") + f"official: {r.official.reason}"
         ours_text = verdict_text(r.ours) + (" (emulated)" if r.emulated else "")
         lines.append([r.problem, r.solution, verdict_text(r.official), ours_text, same, ratio, r.evaluator,
-                      one_line(reason)[:160]])
+                      one_line(reason)[:240]])
     if fmt == "markdown":
         out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         out += ["| " + " | ".join(for_markdown(c) for c in line) + " |" for line in lines]
@@ -282,5 +325,7 @@ def summary(rows: list[Row]) -> str:
     both = [r for r in rows if r.agree is not None]
     differ = [r for r in both if not r.agree]
     alone = len(rows) - len(both)
+    emulated = sum(1 for r in both if r.evaluator.endswith(FP4_LABEL))
     return (f"{len(rows)} solution(s): {len(both) - len(differ)} same verdict, {len(differ)} different, "
-            f"{alone} where the official evaluator cannot run here")
+            f"{alone} where the official evaluator cannot run here"
+            + (f"; {emulated} of those compared ran the official evaluator with the FP4 GEMM emulated" if emulated else ""))

@@ -18,12 +18,14 @@ NEEDED = {  # import name -> pip requirement
 }
 
 
-# wanted but not required: CuTe DSL (the v0-v4 submissions; their CPU compile checks skip without it)
-# and kernelguard.
+# wanted but not required: CuTe DSL (the v0-v4 submissions; their CPU compile checks skip without it),
+# kernelguard and Ray.
 # The GPU machine has no registry: a failed install there is reported and set-up goes on.
 OPTIONAL = {"cutlass": "nvidia-cutlass-dsl==4.8.1",
             # the static pre-check (eval/judge/static_check.py); without it the judge notes it is skipped
-            "kernelguard": "kernelguard==0.3.2; python_version >= '3.11'"}
+            "kernelguard": "kernelguard==0.3.2; python_version >= '3.11'",
+            # `batch --ray` and tests/test_ray.py (on the GPU machine: .ci/stage-ray.sh stages it)
+            "ray": "ray"}
 
 
 def missing() -> list[str]:

@@ -22,12 +22,23 @@ def test_conform_agrees_with_the_evaluator_on_every_convention(tmp_path):
             if line.startswith("| conventions/")}
     assert len(rows) == 13, out.stdout
     for (problem, solution), line in rows.items():
-        if "fp4_reference" in problem:  # the evaluator needs an FP4 GEMM: ours alone, emulated
+        if "fp4_reference" in problem:  # the evaluator needs an FP4 GEMM: both sides emulate it, labelled
             expected = "fail (emulated)" if "wrong" in solution else "pass (emulated)"
-            assert "cannot run" in line and expected in line, line
-        else:
-            assert "| yes |" in line, line
-    assert "0 different" in out.stdout
+            assert expected in line and "FP4 _scaled_mm emulated" in line, line
+        assert "| yes |" in line, line
+    assert "0 different" in out.stdout and "2 of those compared ran the official evaluator" in out.stdout
+
+
+def test_conform_judges_a_solution_of_ones_own_in_each_folder(tmp_path):
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path)}
+    env.pop(problem_folder.DIR_ENV, None)
+    mine = tmp_path / "mine.py"
+    mine.write_text((CONVENTIONS / "list_keys" / "submission.py").read_text())
+    out = subprocess.run([sys.executable, "-m", "eval", "conform", str(CONVENTIONS), "--only", "list_keys",
+                          "--solutions", "^submission.py", "--add", str(mine)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "2 solution(s): 2 same verdict" in out.stdout and str(mine) in out.stdout, out.stdout
 
 
 def test_timing_method_is_the_declared_evaluators():

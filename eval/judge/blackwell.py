@@ -17,17 +17,25 @@ import tokenize
 # (what, pattern over the source, what it needs); first match in this order wins
 FEATURES = (
     ("the FP4 conversion cvt.*.e2m1x2", r"cvt\.[a-z0-9.]*e2m1x2", "sm_100a"),
+    ("the FP6 / UE8M0 conversions cvt.*.e2m3x2 / e3m2x2 / ue8m0x2", r"cvt\.[a-z0-9.]*(?:e2m3x2|e3m2x2|ue8m0x2)",
+     "sm_100a"),
+    ("stochastic-rounding conversions cvt.rs", r"\bcvt\.rs\b", "sm_100a"),
     ("CuTe DSL Blackwell atoms (cute.nvgpu.tcgen05, SM100 MMA)", r"nvgpu\.tcgen05|\bSM100\w*|MmaF16BF16Op|Sm100", "sm_100a"),
+    ("the CuTe DSL FP4 type cutlass.Float4E2M1FN (the DSL converts it with sm_100a instructions; "
+     "a DSL kernel cannot be rewritten)", r"\bFloat4E2M1FN\b", "sm_100a"),
     ("tcgen05 / TMEM / UMMA instructions", r"\btcgen05\b|\btcgen05\.|\bTMEM\b|\bUMMA\b|\btmem_", "sm_100a"),
-    ("256-bit loads (.v8)", r"\bld\.[A-Za-z0-9_.:]*\.v8\.[a-z0-9]+", "sm_100"),
+    ("256-bit loads (.v8)", r"\b(?:ld|st)\.[A-Za-z0-9_.:]*\.v8\.[a-z0-9]+", "sm_100"),
     ("packed f32x2 arithmetic", r"\b(?:add|sub|mul|fma)(?:\.[a-z]+)*\.f32x2\b", "sm_100"),
     ("mixed-precision fma.*.f32.f16 / .bf16", r"\bfma(?:\.[a-z]+)*\.f32\.b?f16\b", "sm_100"),
     ("torch._scaled_mm on FP4 operands", r"\b_scaled_mm\b", "sm_100 (cuBLAS has no FP4 GEMM below it)"),
-    ("an sm_100a / sm_103a build target", r"\b(?:sm|compute)_10[03]a?\b|arch=compute_10[03]", "sm_100a"),
+    ("an sm_100a / sm_103a build target",
+     r"\b(?:sm|compute)_1(?:0[03]|1[01]|2[01])[af]?\b|arch=compute_1[012]\d|TORCH_CUDA_ARCH_LIST[^\n]*1[012]\.[0-3]",
+     "sm_100a"),
 )
 # what --emulate-blackwell stands in for (eval/worker/emulation.py, eval/worker/nvcc_emulate.py)
 EMULATED = {"torch._scaled_mm on FP4 operands", "the FP4 conversion cvt.*.e2m1x2", "256-bit loads (.v8)",
-            "an sm_100a / sm_103a build target", "packed f32x2 arithmetic", "mixed-precision fma.*.f32.f16 / .bf16"}
+            "an sm_100a / sm_103a build target", "packed f32x2 arithmetic", "mixed-precision fma.*.f32.f16 / .bf16",
+            "the FP6 / UE8M0 conversions cvt.*.e2m3x2 / e3m2x2 / ue8m0x2"}
 ARCH_FAILURE = re.compile(
     r"no kernel image|CUBLAS_STATUS_NOT_SUPPORTED|NVVM|CompilerDiagnosticError|Error building extension|"
     r"not supported on \.target|requires \.target|ptxas|illegal instruction|Unsupported gpu architecture|"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 MAX_CHARS = 600
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # terminal colour codes (compiler diagnostics)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]+")
 # a line that starts like a verdict line of any output format (popcorn keys, our own table/report lines)
 _VERDICT = re.compile(r"^\s*(check|test|benchmark|leaderboard|error|result|geomean|score|status|runs|mean|"
@@ -19,7 +20,7 @@ _VERDICT = re.compile(r"^\s*(check|test|benchmark|leaderboard|error|result|geome
 
 def one_line(value, limit: int = MAX_CHARS) -> str:
     """One printable line of at most `limit` characters (what a report prints inside its own line)."""
-    flat = _CONTROL.sub(" ", str(value)).strip()
+    flat = _CONTROL.sub(" ", _ANSI.sub("", str(value))).strip()
     return flat[:limit - 1] + "…" if len(flat) > limit else flat
 
 

@@ -74,8 +74,16 @@ def reference():
 
 
 def generate(args: dict, seed: int, overrides: dict | None = None):
-    return problem_folder.current().reference.generate_input(**{**generate_args(args), **(overrides or {}),
-                                                                 "seed": int(seed)})
+    """The problem's generate_input in the judge; its failure is the problem's, one line (ConfigError)."""
+    from eval.cases import ConfigError
+
+    try:
+        return problem_folder.current().reference.generate_input(**{**generate_args(args), **(overrides or {}),
+                                                                     "seed": int(seed)})
+    except Exception as exc:  # noqa: BLE001 - the problem's code, whatever it raises
+        where = "" if torch.cuda.is_available() else " (this machine has no CUDA GPU: run it on one)"
+        raise ConfigError(f"the problem's generate_input failed for case {generate_args(args)}: "
+                          f"{type(exc).__name__}: {one_line(str(exc))[:200]}{where}") from None
 
 
 def tensors_of(data) -> list:

@@ -3,12 +3,17 @@ worker before the submission is imported, so a B200 submission gets a correctnes
 GPU. Runs in the submission's process (the judge trusts nothing here: outputs are judged as always).
 Times measured with it are emulated, not B200 times; the report says so.
 
-Covered: `torch._scaled_mm` with FP4 (float4_e2m1fn_x2) operands and e4m3 block scales in the
-blocked (swizzled) layout cuBLASLt uses, one scale per 16 elements: decoded exactly, products summed
-in float32 (as cuBLAS accumulates), rounded once to out_dtype. Other operand types call torch's own.
+Covered: `torch._scaled_mm`, its whole signature (bias, scale_result, out_dtype, use_fast_accum,
+out), on block-scaled operands: FP4 (float4_e2m1fn_x2) with e4m3 scales per 16 elements or e8m0
+per 32, FP8 (float8_e4m3fn / e5m2) with e8m0 per 32, scales in cuBLASLt's blocked (swizzled)
+layout: decoded exactly, products summed in float32 (as cuBLAS accumulates), rounded once to the
+output dtype (eval/emulate/scaled_mm.py). Other operand types call torch's own.
 CUDA built through torch's load_inline / load: built for this GPU through eval/worker/nvcc_emulate.py
-(PYTORCH_NVCC), which rewrites the FP4 conversion and 256-bit loads/stores exactly; such builds go
-to their own extension folder, so a later run without the flag never loads one.
+(PYTORCH_NVCC), whatever target flags the submission gave, with the sm_100-only PTX rewritten
+exactly; `-lcuda` links against the toolkit's stub when the driver's libcuda.so is not on the link
+path. Triton: its ptxas (TRITON_PTXAS_PATH) goes through the same rewrite, so inline asm with those
+instructions builds. Both kinds of build go to their own cache folders, so a later run without the
+flag never loads one.
 """
 from __future__ import annotations
 
@@ -22,9 +27,10 @@ from eval.emulate.scaled_mm import BLOCK, FP4_VALUES, decode_fp4_rows, scaled_mm
 
 def install() -> list[str]:
     """Put the stand-ins in place; returns what is emulated (for the report)."""
-    covered = ["torch._scaled_mm on FP4 operands (exact decode, float32 sums)"]
+    covered = ["torch._scaled_mm, block-scaled FP4/FP8 (exact, float32 sums)"]
     if torch.cuda.is_available() or os.environ.get("EVAL_GPU_ARCH"):  # a build-only worker knows the GPU's arch
         covered.append(_install_nvcc())
+        covered.append(_install_triton())
     scaled_mm.install()
     return covered
 
@@ -40,18 +46,95 @@ def nvcc_command(arch: str) -> str:
     return f"{shlex.quote(sys.executable)} {shlex.quote(stand_in)} {arch}"
 
 
-def _install_nvcc() -> str:
-    from torch.utils import cpp_extension
-
+def _gpu_arch() -> str:
     if torch.cuda.is_available():
         major, minor = torch.cuda.get_device_capability()
         arch = f"{major}{minor}"
     else:
         arch = os.environ["EVAL_GPU_ARCH"]
-    arch += "a" if arch.startswith("9") else ""
+    return arch + ("a" if arch.startswith("9") else "")
+
+
+def _install_nvcc() -> str:
+    from torch.utils import cpp_extension
+
+    arch = _gpu_arch()
     os.environ["EVAL_REAL_NVCC"] = cpp_extension._join_cuda_home("bin", "nvcc")
     os.environ["PYTORCH_NVCC"] = nvcc_command(arch)
     base = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.expanduser("~/.cache/torch_extensions")
     os.environ["TORCH_EXTENSIONS_DIR"] = base.rstrip("/") + "-emulated-blackwell"
-    return (f"load_inline/load CUDA built for sm_{arch} with the FP4 cvt and 256-bit loads/stores rewritten "
-            "(eval/worker/nvcc_emulate.py)")
+    stub = cuda_stub_dir(cpp_extension._join_cuda_home("lib64", "stubs"))
+    if stub:
+        os.environ["LIBRARY_PATH"] = os.pathsep.join(filter(None, (os.environ.get("LIBRARY_PATH"), stub)))
+    return (f"load_inline/load CUDA built for sm_{arch} (any target flags) with the sm_100-only cvt forms, "
+            "f32x2 / mixed fma and 256-bit loads/stores rewritten (eval/worker/nvcc_emulate.py)")
+
+
+def cuda_stub_dir(stubs: str, search: tuple[str, ...] = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib",
+                                                           "/usr/local/cuda/lib64")) -> str | None:
+    """The toolkit's stub folder when `-lcuda` would not link otherwise (no libcuda.so, only the
+    driver's libcuda.so.1, on the linker's path): the stub has the same soname, so the extension
+    loads the real driver at run time."""
+    folders = [d for d in (os.environ.get("LIBRARY_PATH") or "").split(os.pathsep) if d] + list(search)
+    if any(os.path.exists(os.path.join(d, "libcuda.so")) for d in folders):
+        return None
+    return stubs if os.path.isfile(os.path.join(stubs, "libcuda.so")) else None
+
+
+def _install_triton() -> str:
+    """TRITON_PTXAS_PATH and TRITON_PTXAS_BLACKWELL_PATH (recent Triton's ptxas for sm_90 and later)
+    -> ptxas stand-in scripts that rewrite Triton's PTX (eval/worker/nvcc_emulate.py --ptxas) and run
+    the ptxas Triton would have run; Triton's cache moves to its own folder."""
+    folder = os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], "bin")
+    os.makedirs(folder, exist_ok=True)
+    for tool in ("ptxas", "ptxas-blackwell"):
+        key = f"TRITON_{tool.upper().replace('-', '_')}_PATH"
+        os.environ[key] = ptxas_script(folder, tool, real_ptxas(tool, os.environ.get(key)))
+    base = os.environ.get("TRITON_CACHE_DIR") or os.path.expanduser("~/.triton/cache")
+    os.environ["TRITON_CACHE_DIR"] = base.rstrip("/") + "-emulated-blackwell"
+    return "Triton kernels' PTX rewritten the same way before ptxas (TRITON_PTXAS_PATH, TRITON_PTXAS_BLACKWELL_PATH)"
+
+
+def real_ptxas(tool: str, given: str | None) -> str:
+    """The ptxas Triton would use: the one its variable names, Triton's bundled one, the toolkit's,
+    or PATH's."""
+    import importlib.util
+    import shutil
+
+    if given and os.path.isfile(given) and not is_stand_in(given):
+        return given
+    spec = importlib.util.find_spec("triton")
+    if spec and spec.submodule_search_locations:
+        bundled = os.path.join(spec.submodule_search_locations[0], "backends", "nvidia", "bin", tool)
+        if os.path.isfile(bundled):
+            return bundled
+    toolkit = os.path.join(os.environ.get("CUDA_HOME") or "/usr/local/cuda", "bin", "ptxas")
+    return toolkit if os.path.isfile(toolkit) else (shutil.which("ptxas") or "ptxas")
+
+
+def is_stand_in(path: str) -> bool:
+    """Whether path is one of ptxas_script's scripts (never the real ptxas to wrap)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and b"nvcc_emulate.py" in head and b"--ptxas" in head
+
+
+def ptxas_script(folder: str, name: str, real: str) -> str:
+    """An executable `ptxas` in folder that runs the stand-in with the real ptxas (Triton wants one path)."""
+    import shlex
+    import stat
+    import sys
+
+    stand_in = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvcc_emulate.py")
+    path = os.path.join(folder, name)
+    text = (f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(stand_in)} --ptxas {shlex.quote(real)} "
+            '"$@"\n')
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.chmod(tmp, os.stat(tmp).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,289 @@
+"""Measurement for issue #26 (a script, not a test): what one candidate costs in a batch, and how many
+candidates per hour a host's GPUs judge.
+
+    python docs/experiments/batch_timing.py [--sub submission/v5.py] [--runs 5]
+        `benchmark` of an already-built honest submission, runs+1 times (the first, which may build
+        and measure floors on a fresh machine, is shown apart). Each run is judged twice:
+        - as `batch` judges it (batch.judge_one: its own judge process): the per-candidate wall time;
+        - in this process through eval.api, with timers around the judge's steps (exclusive times):
+            worker start   the sandboxed worker up to its signed hello (WorkerProcess._hello)
+            build/cache    the import of the submission: a build, or a hit in the compile cache
+                           (WorkerProcess._load; the cache column: hit when the compile cache held
+                           this source's builds, miss when it built them or has none to build)
+            tests          the obligatory correctness call before each case (modes.check_trial)
+            timing         the warm-up and the timed runs, every output checked (modes.timed)
+            floors         this GPU's floors (baselines.ensure_floors: cached after the first run)
+            baseline       the BF16 baseline timed in a harness worker (modes._add_baseline)
+            judge          the rest: static check, environment, records
+          and `judge process` = the batch's wall time minus this in-process total (the judge's
+          Python start, torch import, CUDA context).
+        The record itself carries none of these phases (docs/record-schema.md); the worker log
+        (record.log) has the worker's own output only.
+
+    python docs/experiments/batch_timing.py --throughput [--count 40] [--passes one,all,ray] [--out DIR]
+        A mixed batch generated from submission/torch_ref.py into DIR (correct ones with a comment
+        each, wrong ones with an edited result, ones that crash in custom_kernel, ones that hang at
+        import), judged with `benchmark` in each pass: one (1 GPU, --jobs 1: each candidate alone on
+        the host), all (every GPU), ray (every GPU through a Ray cluster started here, `--ray
+        local`; Ray importable, e.g. `source .ray/activate.sh`): candidates per hour of each, the
+        ratios to the first pass, the verdicts' agreement, and each honest candidate's per-case means
+        in each pass against the first. One honest candidate is judged first, uncounted (the
+        harness's native part and this GPU's floors). --budget-s skips a pass that would not fit.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from eval import api, baselines, batch, problem_folder  # noqa: E402
+from eval.judge import build_cache, channel, modes  # noqa: E402
+
+PHASES = ("worker start", "build/cache", "tests", "timing", "floors", "baseline", "judge")
+SEALED = ("floors", "baseline")  # their workers and timed runs count as theirs
+
+
+# -- per-candidate breakdown ------------------------------------------------------------------------
+
+class PhaseClock:
+    """Exclusive seconds per phase, from wrappers around the judge's functions (this process only)."""
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(PHASES, 0.0)
+        self.stack: list[list] = []  # [phase, started, children's seconds]
+        self.cache_hits: list[bool] = []
+
+    def wrap(self, owner, name: str, phase: str) -> None:
+        inner = getattr(owner, name)
+        clock = self
+
+        def wrapper(*args, **kwargs):
+            if clock.stack and clock.stack[-1][0] in SEALED:
+                return inner(*args, **kwargs)
+            clock.stack.append([phase, time.perf_counter(), 0.0])
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                _, started, children = clock.stack.pop()
+                total = time.perf_counter() - started
+                clock.seconds[phase] += total - children
+                if clock.stack:
+                    clock.stack[-1][2] += total
+        setattr(owner, name, wrapper)
+
+    def install(self) -> None:
+        self.wrap(channel.WorkerProcess, "_hello", "worker start")
+        self.wrap(channel.WorkerProcess, "_load", "build/cache")
+        self.wrap(modes, "check_trial", "tests")
+        self.wrap(modes, "timed", "timing")
+        self.wrap(baselines, "ensure_floors", "floors")
+        self.wrap(modes, "_add_baseline", "baseline")
+        seed = build_cache.seed
+
+        def seeded(*args, **kwargs):
+            hit = seed(*args, **kwargs)
+            self.cache_hits.append(hit)
+            return hit
+        build_cache.seed = seeded
+
+    def take(self) -> tuple[dict, list]:
+        seconds, hits = dict(self.seconds), list(self.cache_hits)
+        self.seconds, self.cache_hits = dict.fromkeys(PHASES, 0.0), []
+        return seconds, hits
+
+
+def one_run(sub: Path, clock: PhaseClock, limit: float, cases: str | None) -> dict:
+    """The batch's wall time for the candidate, then the in-process phases of the same judgement."""
+    args = ["--cases", cases] if cases else []
+    line = batch.judge_one(batch.Candidate(sub.name, sub.resolve(), "-"), "benchmark", args, None, limit)
+    started = time.perf_counter()
+    record = api.judge(sub, "benchmark", cases=cases)
+    total = time.perf_counter() - started
+    phases, hits = clock.take()
+    phases["judge"] = total - sum(v for k, v in phases.items() if k != "judge")
+    return {"batch_s": line["seconds"], "batch_passed": line["passed"], "reason": line["reason"],
+            "api_s": total, "phases": phases, "cache_hit": all(hits) if hits else None,
+            "passed": record.passed, "geomean_us": (record.geomean_ns or 0) / 1e3}
+
+
+def breakdown(sub: Path, runs: int, limit: float, cases: str | None) -> None:
+    clock = PhaseClock()
+    clock.install()
+    print(f"benchmark of {sub}, {runs} warm run(s) after a first one; seconds")
+    print(f"{'run':>5} {'batch wall':>10} {'judge proc':>10} {'in-proc':>8} " +
+          " ".join(f"{p:>12}" for p in PHASES) + "  cache  verdict")
+    rows = []
+    for number in range(runs + 1):
+        row = one_run(sub, clock, limit, cases)
+        rows.append(row)
+        _print_row("first" if number == 0 else str(number), row)
+    warm = rows[1:] or rows
+    mean = {"batch_s": statistics.mean(r["batch_s"] for r in warm), "api_s": statistics.mean(r["api_s"] for r in warm),
+            "phases": {p: statistics.mean(r["phases"][p] for r in warm) for p in PHASES}, "cache_hit": None,
+            "passed": all(r["passed"] and r["batch_passed"] for r in warm),
+            "geomean_us": statistics.mean(r["geomean_us"] for r in warm)}
+    _print_row("mean", mean)
+    print(f"per-candidate wall time of `benchmark` in a batch (warm mean): {mean['batch_s']:.1f} s "
+          f"(target <= 10 s); first run {rows[0]['batch_s']:.1f} s")
+
+
+def _print_row(label: str, row: dict) -> None:
+    judge_proc = row["batch_s"] - row["api_s"]
+    hit = {True: "hit", False: "miss", None: "-"}[row["cache_hit"]]
+    verdict = f"pass {row['geomean_us']:.2f} µs" if row["passed"] else f"FAIL {row.get('reason')}"
+    print(f"{label:>5} {row['batch_s']:>10.2f} {judge_proc:>10.2f} {row['api_s']:>8.2f} " +
+          " ".join(f"{row['phases'][p]:>12.2f}" for p in PHASES) + f"  {hit:>5}  {verdict}", flush=True)
+
+
+# -- throughput --------------------------------------------------------------------------------------
+
+HANG = "import time\ntime.sleep(3600)\n\ndef custom_kernel(data):\n    return None\n"
+CRASH_CALL = "\n    import os\n    os.abort()\n"
+
+
+def generate(folder: Path, count: int) -> dict[str, str]:
+    """count candidates from torch_ref.py and small edits: about half correct, a fifth wrong, the
+    rest crashing or hanging. Returns name -> kind."""
+    source = (ROOT / "submission" / "torch_ref.py").read_text()
+    assert "\n    return c\n" in source and "def custom_kernel(data" in source
+    kinds = {"wrong": round(count * 0.2), "crash": round(count * 0.15), "hang": round(count * 0.1)}
+    kinds["honest"] = count - sum(kinds.values())
+    folder.mkdir(parents=True, exist_ok=True)
+    made = {}
+    for kind, many in kinds.items():
+        for i in range(many):
+            if kind == "honest":
+                text = f"# candidate {i}: torch_ref unchanged\n{source}"
+            elif kind == "wrong":
+                text = source.replace("\n    return c\n", f"\n    return c * {2 + i}\n")
+            elif kind == "crash":
+                head, tail = source.split("def custom_kernel(data", 1)
+                signature, body = tail.split("\n", 1)
+                text = f"{head}def custom_kernel(data{signature}{CRASH_CALL}{body}# crash {i}\n"
+            else:
+                text = f"# hang {i}\n{HANG}"
+            name = f"{kind}{i:02d}.py"
+            (folder / name).write_text(text)
+            made[name] = kind
+    return made
+
+
+def judge_pass(label: str, candidates: list, out: Path, args: list[str], limit: float, jobs=None,
+               ray_address=None) -> dict:
+    """One pass over every candidate; its wall time, lines and candidates per hour."""
+    out.unlink(missing_ok=True)
+
+    def show(line):
+        print(f"  [{label}] {line['id']}: {'pass' if line['passed'] else 'FAIL'} {line['seconds']:.0f} s "
+              f"(device {line['device']})", flush=True)
+    started = time.monotonic()
+    if ray_address:
+        from eval import batch_ray
+        lines = batch_ray.run(candidates, "benchmark", args, out, ray_address, jobs, limit, show)
+    else:
+        lines = batch.run(candidates, "benchmark", args, out, jobs, limit, show)
+    wall = time.monotonic() - started
+    return {"label": label, "wall_s": wall, "per_hour": len(lines) / wall * 3600,
+            "lines": {Path(l["id"]).name: l for l in lines}}
+
+
+def case_means(line: dict) -> dict:
+    return {c["spec"]: c["stats"]["mean"] for c in (line.get("record") or {}).get("cases", []) if c.get("stats")}
+
+
+def compare_means(alone: dict, busy: dict, kinds: dict) -> tuple[float, list]:
+    """Per honest candidate and case: busy mean / alone mean; the worst |ratio - 1|."""
+    ratios = []
+    for name, kind in kinds.items():
+        if kind != "honest" or name not in alone or name not in busy:
+            continue
+        a, b = case_means(alone[name]), case_means(busy[name])
+        ratios += [(name, spec, b[spec] / a[spec]) for spec in a if spec in b]
+    worst = max((abs(r - 1) for _, _, r in ratios), default=math.nan)
+    return worst, ratios
+
+
+PASSES = {"one": ("1 GPU", {"jobs": 1}), "all": ("all GPUs", {}), "ray": ("Ray local", {"ray_address": "local"})}
+
+
+def throughput(count: int, timeout: float, limit: float, chosen: list[str], out_dir: Path, budget_s: float,
+               cases: str | None) -> None:
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    folder = out_dir / "candidates"
+    kinds = generate(folder, count)
+    candidates = batch.collect([folder], out_dir / "sources")
+    args = ["--timeout", str(timeout)] + (["--cases", cases] if cases else [])
+    print(f"{len(candidates)} candidates ({', '.join(f'{k}: {list(kinds.values()).count(k)}' for k in sorted(set(kinds.values())))}) "
+          f"on {gpus or 'no'} GPU(s) of {torch.cuda.get_device_name(0) if gpus else 'this CPU host'}", flush=True)
+    started = time.monotonic()
+    warm = [c for c in candidates if kinds[Path(c.id).name] == "honest"][:1]
+    judge_pass("warm-up", [batch.Candidate("warm-up", warm[0].path, "warm-up")], out_dir / "warm.jsonl", args, limit, 1)
+    passes = []
+    for name in chosen:
+        label, extra = PASSES[name]
+        if passes:
+            one = next((p for p in passes if p["label"] == PASSES["one"][0]), None)
+            expected = one["wall_s"] / max(1, gpus) if one else passes[-1]["wall_s"]
+            if time.monotonic() - started + expected > budget_s:
+                print(f"skipped {label}: it would take about {expected:.0f} s, past --budget-s {budget_s:.0f}", flush=True)
+                continue
+        passes.append(judge_pass(label, candidates, out_dir / f"{name}.jsonl", args, limit, **extra))
+    report(passes, kinds)
+
+
+def report(passes: list, kinds: dict) -> None:
+    one = passes[0]  # the reference pass: 1 GPU, alone on the host, when it ran
+    print(f"\n{'pass':>10} {'wall s':>8} {'cand/h':>8} {'× first':>8}  verdicts as the first pass")
+    for p in passes:
+        same = all(p["lines"][n]["passed"] == one["lines"][n]["passed"] for n in one["lines"] if n in p["lines"])
+        print(f"{p['label']:>10} {p['wall_s']:>8.0f} {p['per_hour']:>8.0f} {p['per_hour'] / one['per_hour']:>8.2f}  "
+              f"{'same' if same and len(p['lines']) == len(one['lines']) else 'DIFFERENT'}")
+    for p in passes[1:]:
+        worst, ratios = compare_means(one["lines"], p["lines"], kinds)
+        print(f"\nhonest candidates' means, {p['label']} (busy) / {one['label']} (alone): worst |ratio - 1| = "
+              f"{worst * 100:.2f} %")
+        for name, spec, ratio in ratios:
+            print(f"  {name} {spec}: {ratio:.4f}")
+    expected = {n: kinds[n] == "honest" for n in kinds}
+    wrong = [n for n, line in one["lines"].items() if line["passed"] != expected[n]]
+    print(f"\nverdicts as generated (honest pass, the rest fail): {'yes' if not wrong else 'NO: ' + ', '.join(wrong)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sub", type=Path, default=ROOT / "submission" / "v5.py")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--throughput", action="store_true")
+    parser.add_argument("--count", type=int, default=40)
+    parser.add_argument("--passes", default="one,all", help="throughput passes in order, from one (1 GPU), all "
+                        "(every GPU), ray (every GPU through `--ray local`); the first is the reference")
+    parser.add_argument("--timeout", type=float, default=20.0, help="per case (hanging candidates cost this)")
+    parser.add_argument("--limit", type=float, default=600.0, help="per candidate")
+    parser.add_argument("--cases", default=None, help="case set (default: benchmark's own)")
+    parser.add_argument("--budget-s", type=float, default=540.0, help="skip a throughput pass that would end past this")
+    parser.add_argument("--out", type=Path, default=None, help="folder for candidates and JSONLs (default: a temp one)")
+    options = parser.parse_args()
+    passes = options.passes.split(",")
+    if not set(passes) <= set(PASSES) or not passes:
+        parser.error(f"--passes: a comma-separated list of {', '.join(PASSES)}")
+    problem_folder.use(ROOT)
+    if not options.throughput:
+        breakdown(options.sub, options.runs, options.limit, options.cases)
+        return
+    with (contextlib.nullcontext(options.out) if options.out else tempfile.TemporaryDirectory()) as out:
+        throughput(options.count, options.timeout, options.limit, passes, Path(out), options.budget_s, options.cases)
+        print(f"\njudged lines: {Path(out)}/*.jsonl", flush=True)
+
+
+if __name__ == "__main__":
+    main()

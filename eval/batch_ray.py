@@ -1,0 +1,174 @@
+"""`python -m eval batch --ray ADDRESS`: the same judging as eval/batch.py, spread over a Ray cluster.
+
+One Ray actor per GPU (`num_gpus=1`: Ray pins it with CUDA_VISIBLE_DEVICES), or on a cluster
+without GPUs `--jobs` actors of one CPU each. An actor receives a candidate's source text (not a
+path: the caller's files need not exist on its node), writes it where the sandboxed worker can read
+it, and runs batch.judge_one there: the same judge process, worker and sandbox as a local batch, on
+the node that holds the GPU. The record comes back to the caller, which streams it to the JSONL as
+each finishes (resume as batch's: source hash and options). A candidate whose actor dies, or that
+outlives its limit, costs only itself: its line says why and the actor is replaced.
+
+ADDRESS: `local` starts a cluster on this host for the batch; `auto`, `host:port` or `ray://...`
+join one that is running, and ship the harness to it as the job's working directory. Ray is an
+optional dependency (`missing()` says how to get it); all networking is Ray's.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import logging
+import os
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from eval import batch, problem_folder
+
+INSTALL_HINT = ("--ray needs Ray: pip install ray (on the GPU machine: .ci/stage-ray.sh here, then "
+                "`source .ray/activate.sh` there)")
+OVERDUE_S = 60.0  # beyond judge_one's own limit: then the actor itself is killed and replaced
+SHIP_EXCLUDES = [".git/", "results/", ".ray/", ".device/", ".whl/", ".refk/", ".official/", "__pycache__/"]
+
+
+def missing() -> str | None:
+    """Why --ray cannot run here (one line), or None."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return INSTALL_HINT
+    return None
+
+
+class Judge:
+    """The actor: one GPU (or one CPU slot) of some node; judges one candidate at a time there."""
+
+    def judge(self, cid: str, source: str, sha256: str, shown: str, mode: str, args: list[str], limit: float,
+              problem: str | None) -> dict:
+        """judge_one on a copy of the source; its line names the file as the caller knows it (shown)."""
+        device = os.environ.get("CUDA_VISIBLE_DEVICES") or None  # what Ray pinned this actor to
+        with tempfile.TemporaryDirectory(prefix="ray-candidate-") as folder:
+            os.chmod(folder, 0o755)  # the worker's own uid must read it, as a local file would be
+            path = Path(folder) / f"{sha256[:16]}.py"
+            path.write_text(source)
+            path.chmod(0o644)
+            root = Path(problem) if problem else problem_folder.ROOT
+            line = batch.judge_one(batch.Candidate(cid, path, sha256), mode, args, device, limit, root)
+        line = json.loads(json.dumps(line).replace(json.dumps(str(path))[1:-1], json.dumps(shown)[1:-1]))
+        return {**line, "host": socket.gethostname()}
+
+
+@dataclasses.dataclass
+class Job:
+    """One candidate in flight: the actor judging it and since when."""
+    actor: object
+    candidate: batch.Candidate
+    started: float
+
+
+def connect(ray, address: str, jobs: int | None) -> None:
+    """Start (`local`) or join a cluster. Joining ships this harness as the job's working directory,
+    so every node judges with the caller's code and problem files."""
+    quiet = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False}
+    if address == "local":
+        ray.init(address="local", num_cpus=max(os.cpu_count() or 1, jobs or 1), **quiet)  # always a new one
+        return
+    env_vars = {k: v for k, v in os.environ.items() if k.startswith("EVAL_") and k != problem_folder.DIR_ENV}
+    runtime_env = {"working_dir": str(problem_folder.ROOT), "excludes": SHIP_EXCLUDES, "env_vars": env_vars}
+    ray.init(address=address, runtime_env=runtime_env, **{k: v for k, v in quiet.items() if k != "include_dashboard"})
+
+
+def actor_options(ray, jobs: int | None) -> tuple[int, dict]:
+    """How many actors and what each holds: a GPU each, else one CPU each (`jobs` of them)."""
+    resources = ray.cluster_resources()
+    gpus = int(resources.get("GPU", 0))
+    if gpus:
+        return (min(jobs, gpus) if jobs else gpus), {"num_gpus": 1, "num_cpus": 0}
+    return max(1, min(jobs or 1, int(resources.get("CPU", 1)))), {"num_cpus": 1}
+
+
+def problem_arg() -> str | None:
+    """The problem folder for the actors: None for this harness's own (each node has its copy)."""
+    root = problem_folder.current().root
+    return None if root == problem_folder.ROOT else str(root)
+
+
+def lost_line(candidate: batch.Candidate, reason: str, started: float) -> dict:
+    """The line of a candidate whose actor died or was killed: it costs only itself."""
+    return {"id": candidate.id, "sha256": candidate.sha256, "passed": False, "reason": reason,
+            "geomean_ns": None, "device": None, "seconds": round(time.monotonic() - started, 2), "record": None}
+
+
+def run(candidates: list[batch.Candidate], mode: str, args: list[str], jsonl: Path, address: str,
+        jobs: int | None = None, limit: float = 1800.0, progress=None) -> list[dict]:
+    """Judge every candidate not yet in jsonl on the cluster at `address`; returns this run's lines
+    (in finishing order). ConnectionError (one line) when the cluster cannot be reached."""
+    import ray
+
+    key = batch.options_key(mode, args)
+    todo = collections.deque(batch.pending(candidates, key, jsonl))
+    if not todo:
+        return []
+    try:
+        connect(ray, address, jobs)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ConnectionError(f"cannot reach a Ray cluster at {address}: {batch.last_error(str(exc))}") from exc
+    try:
+        return _drive(ray, todo, mode, args, jsonl, key, jobs, limit, progress)
+    finally:
+        ray.shutdown()
+
+
+def _drive(ray, todo: collections.deque, mode, args, jsonl: Path, key: str, jobs, limit: float, progress) -> list[dict]:
+    count, resources = actor_options(ray, jobs)
+    actor_class = ray.remote(max_restarts=0, **resources)(Judge)
+    problem = problem_arg()
+    running: dict = {}
+    lines: list[dict] = []
+
+    def submit(actor) -> None:
+        """Give the actor the next candidate (an actor left without one is dropped at shutdown)."""
+        if todo:
+            candidate = todo.popleft()
+            source = candidate.path.read_text(errors="replace")
+            ref = actor.judge.remote(candidate.id, source, candidate.sha256, str(candidate.path), mode, args,
+                                     limit, problem)
+            running[ref] = Job(actor, candidate, time.monotonic())
+
+    def finish(line: dict) -> None:
+        line = {**line, "options": key, "mode": mode}
+        batch.append_line(jsonl, line)
+        lines.append(line)
+        if progress:
+            progress(line)
+
+    for _ in range(min(count, len(todo))):
+        submit(actor_class.remote())
+    while running:
+        ready, _ = ray.wait(list(running), num_returns=1, timeout=5.0)
+        for ref in ready:
+            job = running.pop(ref)
+            try:
+                finish(ray.get(ref))
+                submit(job.actor)
+            except ray.exceptions.RayError as exc:  # the actor died under it: only this candidate pays
+                finish(lost_line(job.candidate, f"the Ray actor judging it died: {batch.last_error(str(exc))}",
+                                 job.started))
+                _replace(ray, job.actor, actor_class, submit)
+        for ref, job in list(running.items()):
+            if time.monotonic() - job.started > limit + OVERDUE_S:
+                running.pop(ref)
+                finish(lost_line(job.candidate, f"its Ray actor did not answer within {limit:.0f} s (killed)",
+                                 job.started))
+                _replace(ray, job.actor, actor_class, submit)
+    return lines
+
+
+def _replace(ray, actor, actor_class, submit) -> None:
+    """Kill an actor (it may be dead already) and give its place to a fresh one."""
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 (gone already: nothing to kill)
+        pass
+    submit(actor_class.remote())  # a fresh actor, for the next candidate if any

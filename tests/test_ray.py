@@ -1,0 +1,149 @@
+"""`python -m eval batch --ray local`: the same verdicts as the batch without Ray (an honest candidate
+from a JSONL of sources, a wrong one, one that crashes, one that hangs at import), the same sandbox,
+records streamed to the JSONL, a rerun that judges nothing again; without Ray, one usage line."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from eval import problem_folder
+from tests.conftest import ROOT
+from tests.test_batch import CRASH, HANG
+
+COMMON = ["--mode", "test", "--cases", "smoke", "--timeout", "10", "--jobs", "2"]
+
+
+def _candidates(tmp_path) -> list[str]:
+    source = (ROOT / "submission" / "torch_ref.py").read_text()
+    assert "\n    return c\n" in source
+    (tmp_path / "hang.py").write_text(HANG)
+    (tmp_path / "crash.py").write_text(CRASH)
+    (tmp_path / "wrong.py").write_text(source.replace("\n    return c\n", "\n    return c * 2\n"))
+    (tmp_path / "cands.jsonl").write_text(json.dumps({"id": "honest", "source": source}) + "\n")
+    return [str(tmp_path / name) for name in ("hang.py", "crash.py", "wrong.py", "cands.jsonl")]
+
+
+def _batch(tmp_path, out, *extra):
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results")}
+    env.pop(problem_folder.DIR_ENV, None)
+    command = [sys.executable, "-m", "eval", "batch", *_candidates(tmp_path), *COMMON, "-o", str(out), *extra]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _verdicts(out) -> dict:
+    return {e["id"]: e for e in map(json.loads, out.read_text().splitlines())}
+
+
+def _kind(reason):
+    """A reason without its numbers (each judgement draws its own inputs: the values differ)."""
+    return re.sub(r"-?\d+(\.\d+)?", "#", reason or "")
+
+
+def test_ray_batch_gives_the_local_batch_verdicts(tmp_path):
+    pytest.importorskip("ray")
+    local, through_ray = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
+    first = _batch(tmp_path, local)
+    assert first.returncode == 112, first.stderr[-2000:]
+    ran = _batch(tmp_path, through_ray, "--ray", "local")
+    assert ran.returncode == 112, ran.stdout[-2000:] + ran.stderr[-2000:]
+    mine, theirs = _verdicts(through_ray), _verdicts(local)
+    assert sorted(mine) == sorted(theirs) and len(mine) == 4
+    for cid, entry in theirs.items():
+        assert (mine[cid]["passed"], _kind(mine[cid]["reason"])) == (entry["passed"], _kind(entry["reason"])), cid
+        assert mine[cid]["host"] and mine[cid]["options"] == entry["options"]
+    assert mine["honest"]["passed"] and not mine[str(tmp_path / "wrong.py")]["passed"]
+    assert "timed out" in mine[str(tmp_path / "hang.py")]["reason"]
+    assert "crashed" in mine[str(tmp_path / "crash.py")]["reason"]
+    sandbox = mine["honest"]["record"]["environment"]["sandbox"]
+    assert sandbox == theirs["honest"]["record"]["environment"]["sandbox"]
+    assert "1 of 4 passed" in ran.stdout and "failed:" in ran.stdout
+    again = _batch(tmp_path, through_ray, "--ray", "local")
+    assert len(through_ray.read_text().splitlines()) == 4, "a rerun judged again what was judged"
+    assert "1 of 4 passed" in again.stdout
+
+
+def test_ray_missing_is_one_usage_line(tmp_path):
+    (tmp_path / "a.py").write_text("def custom_kernel(data):\n    return None\n")
+    code = "import sys; sys.modules['ray'] = None; from eval.cli import main; main()"
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path)}
+    env.pop(problem_folder.DIR_ENV, None)
+    done = subprocess.run([sys.executable, "-c", code, "batch", str(tmp_path / "a.py"), "--ray", "local"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"error: {__import__('eval.batch_ray').batch_ray.INSTALL_HINT}"]
+
+
+class _Died(Exception):
+    """Stands for ray.exceptions.RayError (an actor that died under its task)."""
+
+
+class _Ref:
+    """A finished task's object ref (hashable, as Ray's are)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _FakeRay:
+    """Just enough of the ray module for batch_ray's driver loop: tasks finish at once, in order;
+    the candidate named `dies` kills its actor."""
+
+    class exceptions:
+        RayError = _Died
+
+    def __init__(self):
+        self.actors, self.killed = 0, 0
+
+    def cluster_resources(self):
+        return {"CPU": 2.0}
+
+    def remote(self, **resources):
+        fake = self
+
+        class Actor:
+            def __init__(self):
+                fake.actors += 1
+                self.judge = self
+
+            def remote(self, cid, source, sha256, shown, mode, args, limit, problem):
+                if cid == "dies":
+                    return _Ref(_Died("The actor died unexpectedly before finishing this task."))
+                return _Ref({"id": cid, "sha256": sha256, "passed": True, "reason": None, "geomean_ns": 1.0,
+                             "device": None, "seconds": 0.0, "record": None, "host": "fake"})
+
+        return lambda cls: type("ActorClass", (), {"remote": staticmethod(Actor)})
+
+    def wait(self, refs, num_returns, timeout):
+        return refs[:num_returns], refs[num_returns:]
+
+    def get(self, ref):
+        if isinstance(ref.value, Exception):
+            raise ref.value
+        return ref.value
+
+    def kill(self, actor, no_restart):
+        self.killed += 1
+
+
+def test_a_dead_actor_costs_only_its_candidate(tmp_path):
+    """The driver loop with a stand-in for ray: the candidate whose actor died gets a line saying so,
+    the actor is replaced, every other candidate is judged and streamed."""
+    import collections
+
+    from eval import batch, batch_ray
+
+    problem_folder.use(ROOT)
+    candidates = []
+    for name in ("first", "dies", "last"):
+        (tmp_path / f"{name}.py").write_text(f"# {name}\n")
+        candidates.append(batch.Candidate(name, tmp_path / f"{name}.py", name * 8))
+    fake, out = _FakeRay(), tmp_path / "out.jsonl"
+    lines = batch_ray._drive(fake, collections.deque(candidates), "test", [], out, "key", 2, 60.0, None)
+    by_id = {line["id"]: line for line in lines}
+    assert by_id["first"]["passed"] and by_id["last"]["passed"]
+    assert not by_id["dies"]["passed"] and "the Ray actor judging it died" in by_id["dies"]["reason"]
+    assert fake.killed == 1 and fake.actors == 3
+    assert len(out.read_text().splitlines()) == 3
