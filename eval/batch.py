@@ -4,7 +4,8 @@ GPU of this host at a time, one JSON line per candidate as it finishes; a rerun 
 CANDIDATES: submission files, folders of them, or JSONL files of {"id": ..., "source": ...} (the
 sources are written under the output's folder, named by their hash). Each candidate is judged by its
 own `python -m eval` process (the judge, which starts its sandboxed worker as always) pinned to one
-GPU with CUDA_VISIBLE_DEVICES; on a machine without CUDA, `--jobs` judges run at once. A candidate that
+GPU with CUDA_VISIBLE_DEVICES; on a machine without CUDA, `--jobs` judges run at once for `test` and
+one at a time for the timed modes (the cores are what is timed there). A candidate that
 hangs past its limit, crashes or wrecks its CUDA context costs only itself: its process group is
 killed and its line says why. Resume: a candidate whose source hash and options already have a line
 in the output is not judged again. This module never imports candidate code.
@@ -28,6 +29,8 @@ from pathlib import Path
 from eval import problem_folder
 
 GRACE_S = 120.0  # beyond the judge's own limits (worker start, builds): then the whole judge is killed
+TIMED_MODES = ("benchmark", "leaderboard")
+STOP_GRACE_S = 30.0  # a judge past its limit gets this long to close its workers before SIGKILL
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,14 +90,22 @@ def judged(jsonl: Path) -> set:
     return done
 
 
-def slots(jobs: int | None) -> list[str | None]:
-    """One slot per GPU (its index for CUDA_VISIBLE_DEVICES), or `jobs` CPU slots."""
+def slots(jobs: int | None, mode: str = "test") -> list[str | None]:
+    """One slot per GPU (its index for CUDA_VISIBLE_DEVICES), or `jobs` CPU slots; but one only for
+    timed modes without CUDA (see cpu_jobs)."""
     import torch
 
     if torch.cuda.is_available():
         count = torch.cuda.device_count()
         return [str(i) for i in range(count)][: jobs or count]
-    return [None] * max(1, jobs or 1)
+    return [None] * cpu_jobs(mode, jobs)
+
+
+def cpu_jobs(mode: str, jobs: int | None) -> int:
+    """Judges at once on CPUs: `jobs` for `test`, one for timed modes. On the CPU the cores are what
+    is timed: a judge beside another shares them, and a candidate that keeps every core busy (its
+    worker may start as many processes as it likes) would make its neighbours' times what it wants."""
+    return 1 if mode in TIMED_MODES else max(1, jobs or 1)
 
 
 def last_error(stderr: str) -> str:
@@ -124,8 +135,7 @@ def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | No
             _, stderr = proc.communicate(timeout=limit)
             error = None
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            _, stderr = proc.communicate()
+            stderr = stop_judge(proc)
             error = f"the judge did not finish within {limit:.0f} s (killed)"
         record = json.loads(out.read_text()) if out.is_file() else None
     if record is None and error is None:
@@ -136,6 +146,24 @@ def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | No
     return {"id": candidate.id, "sha256": candidate.sha256, "passed": passed, "reason": reason,
             "geomean_ns": (record or {}).get("geomean_ns"), "device": device,
             "seconds": round(time.monotonic() - started, 2), "record": record}
+
+
+def stop_judge(proc: subprocess.Popen) -> str:
+    """End a judge that ran past its limit: SIGTERM first (it closes its workers on the way out),
+    SIGKILL to its process group after STOP_GRACE_S; then whatever its workers left (a judge killed
+    outright cannot clean up) is swept. Returns its stderr."""
+    from eval.judge import channel
+
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, stderr = proc.communicate()
+    except ProcessLookupError:
+        _, stderr = proc.communicate()
+    channel.sweep_dead()
+    return stderr or ""
 
 
 def pending(candidates: list[Candidate], key: str, jsonl: Path) -> list[Candidate]:
@@ -177,7 +205,7 @@ def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jo
                 if progress:
                     progress(line)
 
-    threads = [threading.Thread(target=worker, args=(device,), daemon=True) for device in slots(jobs)]
+    threads = [threading.Thread(target=worker, args=(device,), daemon=True) for device in slots(jobs, mode)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -79,13 +79,14 @@ def connect(ray, address: str, jobs: int | None) -> None:
     ray.init(address=address, runtime_env=runtime_env, **{k: v for k, v in quiet.items() if k != "include_dashboard"})
 
 
-def actor_options(ray, jobs: int | None) -> tuple[int, dict]:
-    """How many actors and what each holds: a GPU each, else one CPU each (`jobs` of them)."""
+def actor_options(ray, jobs: int | None, mode: str = "test") -> tuple[int, dict]:
+    """How many actors and what each holds: a GPU each, else one CPU each (`jobs` of them for
+    `test`, one for the timed modes: batch.cpu_jobs)."""
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0))
     if gpus:
         return (min(jobs, gpus) if jobs else gpus), {"num_gpus": 1, "num_cpus": 0}
-    return max(1, min(jobs or 1, int(resources.get("CPU", 1)))), {"num_cpus": 1}
+    return max(1, min(batch.cpu_jobs(mode, jobs), int(resources.get("CPU", 1)))), {"num_cpus": 1}
 
 
 def problem_arg() -> str | None:
@@ -121,7 +122,7 @@ def run(candidates: list[batch.Candidate], mode: str, args: list[str], jsonl: Pa
 
 
 def _drive(ray, todo: collections.deque, mode, args, jsonl: Path, key: str, jobs, limit: float, progress) -> list[dict]:
-    count, resources = actor_options(ray, jobs)
+    count, resources = actor_options(ray, jobs, mode)
     actor_class = ray.remote(max_restarts=0, **resources)(Judge)
     problem = problem_arg()
     running: dict = {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -105,6 +106,7 @@ def main(problem_dir):
     sandboxed worker; every verdict and every checked output is decided in this process.
     """
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    signal.signal(signal.SIGTERM, _terminated)  # batch's --limit asks first: workers are closed on the way out
     case_files.secret_seed()  # taken from the environment before anything else starts
     try:
         problem_folder.use(problem_dir)
@@ -112,6 +114,12 @@ def main(problem_dir):
         fail_usage(str(exc))
     except Exception as exc:  # problem.py itself does not import
         fail_usage(f"the problem's problem.py does not import: {type(exc).__name__}: {exc}")
+
+
+def _terminated(signum, frame):
+    """SIGTERM: leave through the usual exits, so that every worker is closed (killed whole, its
+    folders deleted) on the way out."""
+    raise SystemExit(128 + signum)
 
 
 @main.command()
@@ -340,6 +348,9 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_add
 
     if jobs is not None and jobs < 1:
         fail_usage("--jobs must be at least 1")
+    if jobs and jobs > 1 and batching.cpu_jobs(mode, jobs) == 1 and ray_address is None and not _cuda():
+        click.echo(f"note: {mode} without CUDA judges one candidate at a time (the cores are what is timed); "
+                   "--jobs applies to --mode test", err=True)
     judge_all = _batch_runner(ray_address)
     output = output or results.RESULTS_DIR / "batch.jsonl"
     args = ["--timeout", str(timeout)] + (["--cases", case_set] if case_set else []) + \
@@ -358,6 +369,12 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_add
     click.echo(batch_view.standings(board))
     click.echo(f"{sum(e['passed'] for e in board)} of {len(board)} passed; verdicts: {output}")
     sys.exit(0 if board and all(e["passed"] for e in board) else EXIT_FAIL)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def _batch_runner(ray_address: str | None):

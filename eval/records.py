@@ -120,6 +120,7 @@ class RunRecord:
     geomean_ns: float | None = None
     static: list[str] = field(default_factory=list)  # kernelguard findings that only warn
     sol_source: dict = field(default_factory=dict)
+    import_s: float | None = None  # the submission's import in its first worker, builds included (also when it failed)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

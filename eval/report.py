@@ -39,6 +39,8 @@ def timer_note(record: RunRecord) -> str:
         where += f", {env.sm_count} SMs, capability {env.capability}"
     method = record.timing.method + (f" ({record.timing.batch} inputs per sample)" if record.timing.method == "batched" and record.timing.batch else "")
     note = f"device: {where}; timer: {env.timer or '?'}; method: {method}"
+    if record.import_s is not None:
+        note += f"; import (builds included): {record.import_s:.1f} s"
     if env.timer and not env.cuda_available:
         note += "  [HOST TIMER: CPU wall time, not GPU kernel time]"
     return note

@@ -192,3 +192,16 @@ def test_batched_timing_judges_every_output(results_dir):
     # depends on the buffers the allocator hands out)
     caught = cheat.cases[0]
     assert not cheat.passed and "mismatch" in caught.error and not caught.samples, caught.error
+
+
+def test_the_record_says_how_long_the_import_took(tmp_path):
+    opts = modes.Options(timeout=120.0, load_timeout=120.0, log_dir=tmp_path / "logs", wall_cap_s=2.0, baseline=False)
+    smoke = cases.select_cases("smoke")[:1]
+    honest = modes.run_tests(ROOT / "submission" / "torch_ref.py", smoke, opts)
+    assert honest.passed and honest.import_s is not None and honest.import_s >= 0
+    assert f"import (builds included): {honest.import_s:.1f} s" in report.timer_note(honest)
+    broken = tmp_path / "broken.py"
+    broken.write_text("import time\ntime.sleep(0.5)\nraise ImportError('cannot build for this GPU')\n")
+    failed = modes.run_tests(broken, smoke, opts)
+    assert failed.error and "cannot build for this GPU" in failed.error
+    assert failed.import_s is not None and failed.import_s >= 0.5

@@ -19,6 +19,7 @@ import os
 import platform
 import shutil
 import stat
+import subprocess
 import tempfile
 import threading
 import time
@@ -27,6 +28,7 @@ from pathlib import Path
 from eval.worker import build
 
 MAX_ENTRY_BYTES = 4 << 30  # a larger build folder is not kept
+MAX_DEPTH = 32  # nor one with folders nested deeper (a build's are a few levels)
 HARNESS_FILES = ("eval/worker/emulation.py", "eval/worker/nvcc_emulate.py", "eval/worker/driver.py")
 _LOCKS: dict[str, threading.Lock] = {}
 _GUARD = threading.Lock()
@@ -77,16 +79,20 @@ def seed(name: str, dest: Path) -> bool:
     return True
 
 
-def _copy_tree(src: Path, dest: Path, budget: int, owner: int | None = None, before: int | None = None) -> int:
+def _copy_tree(src: Path, dest: Path, budget: int, owner: int | None = None, before: int | None = None,
+               depth: int = 0) -> int:
     """Copy regular files and folders (mtimes kept: ninja sees no change), never following or
-    copying a link (a worker's folder may hold links aimed anywhere), at most `budget` bytes;
-    returns the bytes left (negative: over budget, the copy stopped)."""
+    copying a link (a worker's folder may hold links aimed anywhere), at most `budget` bytes and
+    MAX_DEPTH levels of folders; returns the bytes left (negative: over budget or too deep, the
+    copy stopped)."""
+    if depth > MAX_DEPTH:
+        return -1
     dest.mkdir(parents=True, exist_ok=True)
     with os.scandir(src) as items:
         for item in items:
             target = dest / item.name
             if item.is_dir(follow_symlinks=False):
-                budget = _copy_tree(Path(item.path), target, budget, owner, before)
+                budget = _copy_tree(Path(item.path), target, budget, owner, before, depth + 1)
             elif item.is_file(follow_symlinks=False):
                 budget = _copy_file(item.path, target, budget, owner, before)
             if budget < 0:
@@ -138,9 +144,22 @@ def store(name: str, src: Path, owner: int | None = None, before: int | None = N
                 os.chmod(folder, 0o755)
             os.rename(staging, entry)
         except OSError:
-            shutil.rmtree(staging, ignore_errors=True)
+            remove_tree(staging)
             return False
     return True
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a folder a worker wrote into, whatever it made there: shutil.rmtree (which never
+    follows a link), and where that stops short (Python before 3.12 recurses once per level: a
+    chain of thousands of folders raises RecursionError) `rm -rf`, which walks any depth."""
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    except (RecursionError, MemoryError):
+        pass
+    if os.path.lexists(path):
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=600)
 
 
 class Slot:
@@ -161,15 +180,17 @@ class Slot:
             except OSError:
                 held.close()
                 continue
-            shutil.rmtree(path, ignore_errors=True)  # what a killed judge left
+            remove_tree(path)  # what a killed judge left
             path.mkdir()
             self.path, self._held = path, held
             return
         raise OSError(f"no free build slot for {name}")
 
     def release(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
-        self._held.close()
+        try:
+            remove_tree(self.path)
+        finally:
+            self._held.close()
 
 
 def prebuild(submission: Path, emulate: bool, timeout: float, log_path: Path | None = None) -> Prebuilt:

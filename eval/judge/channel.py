@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import fcntl
 import glob
 import hashlib
 import hmac
@@ -28,18 +29,16 @@ import os
 import pickle
 import secrets
 import select
-import shutil
 import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from eval import problem_folder
 from eval.cases import ROOT
-from eval.judge import build_cache, text
+from eval.judge import build_cache, text, worker_log
 from eval.worker import build
 
 DEFAULT_LOAD_TIMEOUT_S = 900.0  # the build limit: an import may take this long while compilers run under it
@@ -215,9 +214,12 @@ class WorkerProcess:
         self.key = b""
         self.request_fd = self.reply_fd = -1
         self.private: Private | None = None
+        self.claim: Claim | None = None  # the lock that says this judge still owns the worker's folder
+        self.log: worker_log.LogPump | None = None
         self.uid: int | None = None
         self.info: dict = {}  # the signed hello: what the judge believes about this worker
         self.load_info: dict = {}  # the ready reply (informational: sent after the submission ran)
+        self.import_s: float | None = None  # the last import's wall time, builds included
         self.build_key: str | None = None
         self._store_builds = False  # set once the import succeeded: its builds are kept at close
         self._built_by = 0  # when the import ended (ns): files changed later are not kept
@@ -253,12 +255,10 @@ class WorkerProcess:
         make_judge_undumpable()
         lib = native()
         self.uid = uid = worker_uid(self.submission)
-        root = build.cache_root()
-        (root / "workers").mkdir(parents=True, exist_ok=True)
-        os.chmod(root / "workers", 0o711)
+        sweep_dead()  # what the workers of killed judges left: their processes, folders, shared memory
         self.build_key = build_cache.key(self.submission, self.emulate) if self.submission else "harness"
-        self.private = private = Private(Path(tempfile.mkdtemp(prefix="w-", dir=root / "workers")),
-                                         build_cache.Slot(self.build_key))
+        self.claim = Claim()
+        self.private = private = Private(self.claim.folder, build_cache.Slot(self.build_key))
         for folder in (private.home, private.tmp):
             folder.mkdir()
         if self.submission:
@@ -271,15 +271,17 @@ class WorkerProcess:
         os.close(key_w)
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         writable = [str(private.root), str(private.builds), *_device_paths()]
         cmd = [sys.executable, "-I", "-B", "-c", BOOT, str(req_r), str(rep_w), str(key_r), str(lib.path), level,
                str(uid if uid is not None else -1), *writable]
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                cmd, pass_fds=(req_r, rep_w, key_r), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                env=_worker_env(private, self.gpu), cwd=str(private.tmp), start_new_session=True,
-            )
+        self.log = worker_log.LogPump(self.log_path)
+        self.process = subprocess.Popen(
+            cmd, pass_fds=(req_r, rep_w, key_r), stdin=subprocess.DEVNULL, stdout=self.log.write_fd,
+            stderr=self.log.write_fd, env=_worker_env(private, self.gpu), cwd=str(private.tmp),
+            start_new_session=True,
+        )
+        self.claim.started(self.process.pid, uid)
+        self.log.started()
         for fd in (req_r, rep_w, key_r):
             os.close(fd)
         self.request_fd, self.reply_fd = req_w, rep_r
@@ -289,10 +291,13 @@ class WorkerProcess:
 
     def _load(self, import_timeout: float, build_limit: float) -> None:
         started = time.monotonic()
-        reply = self.request("load", {"submission": str(self.submission) if self.submission else None},
-                             import_timeout, build_limit=build_limit)
+        try:
+            reply = self.request("load", {"submission": str(self.submission) if self.submission else None},
+                                 import_timeout, build_limit=build_limit)
+        finally:  # how long the import took (its builds included), also when it failed
+            self.import_s = round(time.monotonic() - started, 2)
         self.load_info = _parse_info(reply.header.get("text"))
-        self.load_info["load_s"] = round(time.monotonic() - started, 2)
+        self.load_info["load_s"] = self.import_s
         self._store_builds = bool(self.submission and self.private)  # at close, once the worker is dead
         self._built_by = time.time_ns()
 
@@ -312,30 +317,31 @@ class WorkerProcess:
 
     def close(self) -> None:
         """Kill the worker's whole process group (and every process of its own uid), then delete its
-        private folders."""
-        if self.process is not None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            _kill_rest(self.process.pid, self.uid)
-            self.process.wait(timeout=30)
-            _kill_rest(self.process.pid, self.uid, settle=True)
-            _sweep_shared_memory(self.uid)
-            for fd in (self.request_fd, self.reply_fd):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        if self.private:
+        private folders. Each step runs whatever the one before met (the folders are the worker's
+        own: anything can be in them), so one that fails never keeps the next from running."""
+        process, private, store = self.process, self.private, self._store_builds
+        self.process, self.private, self._store_builds = None, None, False
+        steps = []
+        if process is not None:
+            steps += [lambda: _kill_worker(process, self.uid), lambda: _sweep_shared_memory(self.uid)]
+            steps += [lambda fd=fd: os.close(fd) for fd in (self.request_fd, self.reply_fd) if fd >= 0]
+        if self.log is not None:
+            steps.append(self.log.close)
+        if private is not None:
             # a worker that kept root: whose files are whose cannot be told, and its processes may
             # outlive the kill; its builds are not kept
-            if self._store_builds and self.uid is not None:
-                build_cache.store(self.build_key, self.private.builds, self.uid, self._built_by)
-            self._store_builds = False
-            shutil.rmtree(self.private.root, ignore_errors=True)
-            self.private.slot.release()
-        self.process, self.private, self.request_fd, self.reply_fd = None, None, -1, -1
+            if store and self.uid is not None:
+                steps.append(lambda: build_cache.store(self.build_key, private.builds, self.uid, self._built_by))
+            steps.append(private.slot.release)
+        if self.claim is not None:  # its folder is the private root: deleted, then the lock let go
+            steps += [lambda claim=self.claim: build_cache.remove_tree(claim.folder), self.claim.release]
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - the next step runs; the judge carries on
+                print(f"worker clean-up: {type(exc).__name__}: {text.one_line(str(exc), 200)}", file=sys.stderr)
+        self.request_fd = self.reply_fd = -1
+        self.claim = None
 
     # -- requests -------------------------------------------------------------------------------
     def request(self, op: str, payload: dict, timeout: float, blob_limit: int = 0,
@@ -414,10 +420,7 @@ class WorkerProcess:
         return WorkerFailure(_death_reason(code), self._log_tail())
 
     def _log_tail(self, lines: int = 15) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+        return self.log.tail(lines) if self.log else ""
 
 
 DEFAULT_HELLO_TIMEOUT_S = 300.0  # python, torch and CUDA start (seconds on a cold machine)
@@ -452,15 +455,110 @@ class Deadline:
         return f"timed out after {self.timeout:g} s (worker killed; raise --timeout if this is expected)"
 
 
-def _sweep_dead(folder: Path) -> None:
-    """Delete the private folders of workers whose judge is gone (killed before it could clean up)."""
-    for item in folder.glob("w-*-*"):
+def _kill_worker(process: subprocess.Popen, uid: int | None) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    _kill_rest(process.pid, uid)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+    _kill_rest(process.pid, uid, settle=True)
+
+
+class Claim:
+    """A worker's private folder `<cache>/workers/w-XXXXXXXX` and its lock file beside it (the
+    judge's, out of the worker's reach), locked for as long as this judge lives. The lock file names
+    the worker's session and uid once it has started, so that a judge killed before it could clean
+    up (SIGKILL, the OOM killer, `batch --limit`) leaves nothing for long: the next worker start on
+    this machine (sweep_dead) finds the lock free and kills what is left of that worker, then
+    deletes its folder and shared memory."""
+
+    def __init__(self):
+        workers = build.cache_root() / "workers"
+        workers.mkdir(parents=True, exist_ok=True)
+        os.chmod(workers, 0o711)
+        while True:  # the lock first, then the folder: a folder without a lock is a leftover
+            name = f"w-{secrets.token_hex(6)}"
+            try:
+                fd = os.open(workers / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            except FileExistsError:
+                continue
+            break
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a new file: nobody else holds it
+        self.fd, self.folder = fd, workers / name
+        self.folder.mkdir(mode=0o700)
+
+    def started(self, session: int, uid: int | None) -> None:
+        """Record the worker's session (its pid, with the start time that tells it from a later
+        process of the same number) and uid."""
+        record = {"session": session, "started": _start_time(session), "uid": uid}
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, json.dumps(record).encode(), 0)
+
+    def release(self) -> None:
         try:
-            os.kill(int(item.name.split("-")[1]), 0)
-        except ProcessLookupError:
-            shutil.rmtree(item, ignore_errors=True)
-        except (ValueError, PermissionError):
-            pass
+            os.unlink(f"{self.folder}.lock")
+        finally:
+            os.close(self.fd)
+
+
+def sweep_dead() -> list[str]:
+    """Clean up after every worker whose judge is gone: a lock file that nobody holds. Kills what
+    is left of the worker (its session, where that number still belongs to it, and its own uid),
+    deletes its shared memory, its folder and the lock. Returns the folders swept."""
+    workers = build.cache_root() / "workers"
+    if not workers.is_dir():
+        return []
+    swept = []
+    for folder in workers.glob("w-*"):
+        if folder.is_dir() and not folder.is_symlink() and not Path(f"{folder}.lock").exists():
+            build_cache.remove_tree(folder)  # its lock is gone (a judge of an older harness, or a failed clean-up)
+            swept.append(str(folder))
+    for lock in sorted(workers.glob("w-*.lock")):
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(fd).st_ino != os.stat(lock).st_ino:
+                raise OSError("released while we looked")
+        except OSError:
+            os.close(fd)  # its judge lives (or has just cleaned up itself)
+            continue
+        try:
+            try:
+                record = json.loads(os.pread(fd, 4096, 0) or b"{}")
+            except ValueError:
+                record = {}
+            session, uid = record.get("session"), record.get("uid")
+            if isinstance(session, int) and _start_time(session) not in (None, record.get("started")):
+                session = None  # the number is another process's now (the worker's session has no one left)
+            if isinstance(session, int) or isinstance(uid, int):
+                _kill_rest(session if isinstance(session, int) else -1, uid if isinstance(uid, int) else None,
+                           settle=True)
+                _sweep_shared_memory(uid if isinstance(uid, int) else None)
+            folder = lock.with_suffix("")
+            build_cache.remove_tree(folder)
+            os.unlink(lock)
+            swept.append(str(folder))
+        except Exception as exc:  # noqa: BLE001 - a leftover that cannot be swept must not stop a judge
+            print(f"sweeping {lock.name}: {type(exc).__name__}: {text.one_line(str(exc), 200)}", file=sys.stderr)
+        finally:
+            os.close(fd)
+    return swept
+
+
+def _start_time(pid: int) -> int | None:
+    """When a process started (clock ticks since boot), or None when there is none of that pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[19])
 
 
 def _running(pid: int) -> bool:
@@ -526,7 +624,7 @@ def _sweep_shared_memory(uid: int | None) -> None:
         try:
             if entry.stat(follow_symlinks=False).st_uid == uid:
                 if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
+                    build_cache.remove_tree(Path(entry.path))
                 else:
                     os.unlink(entry.path)
         except OSError:

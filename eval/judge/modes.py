@@ -169,6 +169,7 @@ def start_record(mode: str, submission: Path | None, runner: Runner, options: Op
     except WorkerFailure as failure:
         record.error = f"could not load {submission}: {failure.reason}"
         info = {}
+    record.import_s = runner.worker.import_s
     record.environment = describe_environment(info.get("sandbox"))
     record.timing.emulated = list(info.get("emulated") or [])
     record.timing.reference_emulated = verdict.reference_emulation()
