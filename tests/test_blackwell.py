@@ -89,3 +89,22 @@ def test_scans_ignore_comments():
     used = commented + 'ASM = "cvt.rn.f16x2.e2m1x2 %0, %1;"\n'
     found = blackwell.find(used)
     assert found and found.what.startswith("the FP4 conversion") and found.line == 8
+
+
+@pytest.mark.parametrize("source,what,line", [
+    # the FP4 cvt is emulated, tcgen05 is not: the reason is tcgen05 (with or without the flag)
+    ('A = "cvt.rn.f16x2.e2m1x2 %0, %1;"\nB = "tcgen05.mma.cta_group::1.kind::mxf4nvf4 [%0], %1, %2, %3;"\n',
+     "tcgen05", 2),
+    # CUTLASS C++ for SM100 is not the CuTe DSL
+    ('SRC = r"""\n#include "cutlass/cutlass.h"\nusing ArchTag = cutlass::arch::Sm100;\n"""\n', "CUTLASS C++ SM100", 3),
+    # a docstring saying SM100 is no DSL atom; the build target is what the file has
+    ('def f():\n    """SM100 FP4 GEMV with tensor cores"""\nFLAGS = ["-gencode=arch=compute_100a,code=sm_100a"]\n',
+     "an sm_100a / sm_103a build target", 3),
+    ("from cutlass.cute.nvgpu import tcgen05\nab = cutlass.Float4E2M1FN\n", "CuTe DSL Blackwell atoms", 1),
+    ('SRC = r"""\nauto mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;\n"""\n', "cuBLASLt's block-scaled", 2),
+])
+def test_the_feature_named_is_the_one_emulation_cannot_cover(source, what, line):
+    found = blackwell.find(source)
+    assert found and found.what.startswith(what) and found.line == line, found
+    reason = blackwell.explain(source, "raised RuntimeError: Error building extension 'x'", "9.0", "H100")
+    assert ("--emulate-blackwell" in reason) == found.emulated

@@ -2,7 +2,9 @@
 exact reference, for the call the leaderboard's own reference submission makes; the PTX rewrites of
 eval/worker/nvcc_emulate.py run by a small interpreter against models of each instruction (and the
 models against the CUDA headers' own software conversions), ptxas on every rewritten form, target
-flags in every spelling, the builds of tests/blackwell's submissions, Triton's ptxas hook."""
+flags in every spelling, the builds of tests/blackwell's submissions, Triton's ptxas hook, the forms
+public B200 submissions use (a ptxas target of their own, L2 eviction priorities on 256-bit loads,
+permuted scale views), the one-line reason of a build emulation cannot save, eval/emulate/extract.py."""
 import re
 
 import numpy as np
@@ -50,7 +52,7 @@ def test_install_routes_only_fp4_operands():
         torch._scaled_mm = original
 
 
-@pytest.mark.parametrize("name", ["scaled_mm_fp4", "scaled_mm_out_bias"])
+@pytest.mark.parametrize("name", ["scaled_mm_fp4", "scaled_mm_out_bias", "scaled_mm_permuted_views"])
 def test_a_b200_submission_passes_only_with_the_flag(tmp_path, name):
     """Without --emulate-blackwell the B200-style submission fails here (CPU: torch has no FP4
     _scaled_mm; a Hopper GPU: cuBLASLt refuses it, explained in one line); with it, it passes and
@@ -114,7 +116,11 @@ WIDE_FORMS = ["ld.global.nc.L1::no_allocate.v8.b32 {%r0, %r1, %r2, %r3, %r4, %r5
               "ld.global.L1::evict_last.L2::cache_hint.v8.u32 {%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}, [%rd0], %rd1;",
               "ld.global.v4.b64 {%rd2, %rd3, %rd4, %rd5}, [%rd0];", "ld.global.nc.v4.f64 {%fd0, %fd1, %fd2, %fd3}, [%rd0+96];",
               "st.global.v8.f32 [%rd0+-32], {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7};",
-              "st.global.L1::no_allocate.v4.u64 [%rd0+64], {%rd2, %rd3, %rd4, %rd5};"]
+              "st.global.L1::no_allocate.v4.u64 [%rd0+64], {%rd2, %rd3, %rd4, %rd5};",
+              # L2 eviction priorities, which ptxas takes on 256-bit accesses only (contestants' streaming loads)
+              "ld.global.L1::no_allocate.L2::evict_first.v8.b32 {%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}, [%rd0];",
+              "ld.global.L1::evict_last.L2::evict_last.v8.b32 {%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}, [%rd0+32];",
+              "ld.global.nc.L2::evict_first.v4.b64 {%rd2, %rd3, %rd4, %rd5}, [%rd0];"]
 WIDE_HEAD = """.version 8.8
 .target {target}
 .address_size 64
@@ -148,7 +154,7 @@ def test_every_256_bit_form_assembles_for_hopper_only_split(form, tmp_path):
                               capture_output=True, text=True)
 
     split = nvcc_emulate.rewrite_ptx(form)
-    assert split.count(";") == 2 and ".v8." not in split and "L2::256B" not in split
+    assert split.count(";") == 2 and ".v8." not in split and "L2::256B" not in split and "L2::evict" not in split
     assert ptxas("sm_100a", form).returncode == 0
     assert ptxas("sm_90a", form).returncode != 0
     done = ptxas("sm_90a", split)
@@ -832,3 +838,159 @@ def test_lcuda_links_against_the_stub_only_when_the_driver_library_is_not_linkab
     (system / "libcuda.so").write_text("")
     assert emulation.cuda_stub_dir(str(stubs), (str(system),)) is None
     assert emulation.cuda_stub_dir(str(tmp_path / "none"), (str(tmp_path),)) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# What public B200 submissions do that the project's first files did not (see .contestants/ on a
+# developer's machine): a ptxas target of their own, L2 eviction priorities on 256-bit loads, scales
+# as 2-D views of the permuted tensors with a strided out=, lazily built extensions; and a build
+# that emulation cannot save fails with its stage, instruction or header, and line.
+
+@pytest.mark.parametrize("flags,kept", [
+    (["--ptxas-options=--gpu-name=sm_100a"], []),
+    (["--ptxas-options=-v,--gpu-name=sm_100a"], ["--ptxas-options=-v"]),
+    (["--ptxas-options=-v,--gpu-name,sm_100a"], ["--ptxas-options=-v"]),
+    (["-Xptxas", "--gpu-name=sm_100a,-v"], ["-Xptxas", "-v"]),
+    (["-Xptxas", "-arch=sm_100a"], []),
+    (["-Xptxas=-v", "-Xptxas", "--warn-on-spills"], ["-Xptxas=-v", "-Xptxas", "--warn-on-spills"]),
+])
+def test_a_ptxas_target_of_the_submissions_own_becomes_this_gpus(flags, kept):
+    """`--ptxas-options=--gpu-name=sm_100a` beside `-gencode ... sm_100a`: nvcc would hand ptxas two
+    targets (the later wins: a cubin this GPU cannot load); the stand-in keeps the other ptxas options."""
+    from eval.worker import nvcc_emulate
+
+    args = ["-O3", "-gencode=arch=compute_100a,code=sm_100a", *flags]
+    assert nvcc_emulate.retarget(args, "90a") == ["-O3", *kept, HOPPER]
+
+
+TCGEN05_SUBMISSION = '''from torch.utils.cpp_extension import load_inline
+SRC = r"""
+#include <stdint.h>
+// tcgen05.alloc in a comment is not the use
+__global__ void k(uint32_t* out) {
+  __shared__ uint32_t slot;
+  asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], 32;"
+               :: "r"((uint32_t)__cvta_generic_to_shared(&slot)));
+  asm volatile("{ .reg .b8 q; .reg .b32 h; cvt.u8.u32 q, %1; cvt.rn.f16x2.e2m1x2 h, q; mov.b32 %0, h; }"
+               : "=r"(out[0]) : "r"(out[1]));
+}
+"""
+mod = load_inline("t", cpp_sources="", cuda_sources=SRC, extra_cuda_cflags=["-gencode=arch=compute_100a,code=sm_100a"])
+'''
+
+
+def test_a_build_emulation_cannot_save_names_stage_instruction_and_line(tmp_path):
+    """The stand-in's real output for a kernel with tcgen05.alloc (and an FP4 cvt, which it rewrites):
+    the reason is ptxas's, names the instruction and its line in the submission (comments aside), and
+    says it has no software equivalent; a missing header and a front-end error are named as such."""
+    import shutil
+
+    from eval.judge import blackwell
+    from eval.worker import emulation
+
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc (CUDA toolkit) not installed")
+    source = TCGEN05_SUBMISSION
+    (tmp_path / "k.cu").write_text(re.search(r'SRC = r"""(.*?)"""', source, re.S).group(1))
+    built = nvcc_build(tmp_path, "-gencode=arch=compute_100a,code=sm_100a", emulate=True)
+    assert built.returncode != 0
+    reason = emulation.build_failure(built.stderr, source, "'t'", "90a")
+    assert reason.startswith("build of 't' failed in ptxas for sm_90a after the Blackwell rewrite: Instruction "
+                             "'tcgen05.alloc' not supported"), reason
+    assert "tcgen05.alloc (line 7) is Blackwell tensor-core MMA and tensor memory" in reason
+    assert "no software equivalent" in reason and "e2m1x2" not in reason
+    assert blackwell.find(source).what.startswith("tcgen05")  # what emulation cannot cover, not the cvt
+
+    (tmp_path / "k.cu").write_text('#include "cutlass/cutlass.h"\n__global__ void k() {}\n')
+    missing = nvcc_build(tmp_path, "-arch=sm_100a", emulate=True)
+    header_source = 'SRC = r"""\n#include "cutlass/cutlass.h"\n"""\n'
+    reason = emulation.build_failure(missing.stderr, header_source, "'g'", "90a")
+    assert reason.startswith("build of 'g' failed (nvcc, emulated for sm_90a): it includes cutlass/cutlass.h (line 2), "
+                             "which is not installed here"), reason
+
+    (tmp_path / "k.cu").write_text("__global__ void k() { undeclared_thing(); }\n")
+    front = nvcc_build(tmp_path, "-arch=sm_100a", emulate=True)
+    reason = emulation.build_failure(front.stderr, "x = 1\n", "'f'", "90a")
+    assert reason.startswith("build of 'f' failed (nvcc front end, emulated for sm_90a): k.cu line 1: "), reason
+    assert emulation.build_failure("ninja: no work to do", None) is None
+
+
+def test_load_inline_under_emulation_raises_with_the_reason_first(tmp_path, monkeypatch):
+    """The worker reports an exception's first line: under the flag, load_inline's failure starts with
+    build_failure's line (the log follows), found from the submission module's own source."""
+    from torch.utils import cpp_extension
+
+    from eval.worker import emulation
+
+    log = ("Error building extension 't': [1/2] nvcc ... -c k.cu\nFAILED: k.cuda.o\n"
+           "ptxas /tmp/x/k.ptx, line 40; error   : Instruction 'tcgen05.alloc' not supported on .target 'sm_90a'\n")
+
+    def failing(*args, **kwargs):
+        raise RuntimeError(log)
+
+    monkeypatch.setattr(cpp_extension, "load_inline", failing)
+    monkeypatch.setattr(cpp_extension, "load", failing)
+    monkeypatch.setenv("EVAL_GPU_ARCH", "90")
+    monkeypatch.setattr(emulation, "_wrap_triton_cubin", lambda arch: None)
+    emulation._install_build_reasons()
+    path = tmp_path / "sub.py"
+    path.write_text(TCGEN05_SUBMISSION)
+    module = {"__name__": "submission", "__file__": str(path)}
+    with pytest.raises(RuntimeError) as raised:
+        exec(compile(TCGEN05_SUBMISSION, str(path), "exec"), module)
+    first, *rest = str(raised.value).splitlines()
+    assert first.startswith("build of 't' failed in ptxas for sm_90a after the Blackwell rewrite") and "(line 7)" in first
+    assert "FAILED: k.cuda.o" in "\n".join(rest)
+
+
+def test_scaled_mm_takes_permuted_scale_views_and_a_strided_out():
+    """As contestants call it: the scales as 2-D views of the permuted (blocked) tensors, without a
+    copy, and out= a column-major slice; exact against the problem's reference on full-range data."""
+    original = torch._scaled_mm
+    try:
+        emulation.install()
+        data = reference.generate_input(m=256, k=1536, l=2, seed=11, dist="stress")
+        a, b, _, _, sfa_perm, sfb_perm, c = data
+        m, _, l = a.shape
+        sa = sfa_perm.permute(5, 2, 4, 0, 1, 3).reshape(l, m, -1)
+        sb = sfb_perm.permute(5, 2, 4, 0, 1, 3).reshape(l, 128, -1)
+        out = torch.empty(l, 128, m, dtype=torch.float16).transpose(1, 2)
+        for i in range(l):
+            got = torch._scaled_mm(a[:, :, i], b[:, :, i].t(), sa[i], sb[i], out_dtype=torch.float16, out=out[i])
+            assert got.data_ptr() == out[i].data_ptr()
+        c.copy_(out[:, :, :1].permute(1, 2, 0))
+        ok, message = reference.check_implementation(data, c)
+        assert ok, message
+    finally:
+        torch._scaled_mm = original
+
+
+def test_extract_finds_what_the_harness_would_build():
+    """eval/emulate/extract.py (the CPU check of public submissions): Triton asm given through a
+    module constant, load_inline's arguments at import and from a lazily built extension."""
+    from eval.emulate import extract
+    from tests.conftest import ROOT
+
+    folder = ROOT / "tests" / "blackwell"
+    asm = extract.triton_asm((folder / "triton_inline_asm_cvt.py").read_text())
+    assert len(asm) == 1 and "cvt.rn.f16x2.e2m1x2" in asm[0][0] and asm[0][1] == "=r,=r,=r,=r,r"
+    eager = extract.capture(str(folder / "cuda_ptxas_gpu_name_evict_v8.py"))["builds"]
+    assert [b["name"] for b in eager] == ["b200_evict_v8"]
+    assert "--ptxas-options=--gpu-name=sm_100a" in eager[0]["extra_cuda_cflags"] and eager[0]["extra_ldflags"] == ["-lcuda"]
+    assert "ld.global.L1::no_allocate.L2::evict_first.v8.b32" in eager[0]["cuda_sources"]
+    lazy = extract.capture(str(folder / "cuda_arch_sm100a_mixed_fma_v8.py"))["builds"]
+    assert [b["name"] for b in lazy] == ["b200_arch_mixed_fma_v8"] and "-arch=sm_100a" in lazy[0]["extra_cuda_cflags"]
+
+
+def test_extract_checks_triton_asm_with_ptxas(tmp_path):
+    import shutil
+
+    from eval.emulate import extract
+    from tests.conftest import ROOT
+
+    if not shutil.which("ptxas"):
+        pytest.skip("ptxas (CUDA toolkit) not installed")
+    asm, constraints, _ = extract.triton_asm((ROOT / "tests" / "blackwell" / "triton_inline_asm_cvt.py").read_text())[0]
+    result = extract.build_triton(asm, constraints, tmp_path)
+    assert result["as_written"]["ok"] and not result["sm_90a_plain"]["ok"] and result["sm_90a_emulated"]["ok"]
+    assert "e2m1x2" in result["sm_90a_plain"]["error"]

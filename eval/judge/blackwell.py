@@ -14,19 +14,25 @@ import io
 import re
 import tokenize
 
-# (what, pattern over the source, what it needs); first match in this order wins
+# (what, pattern over the source, what it needs); find() takes the first that emulation does not cover,
+# else the first in this order
 FEATURES = (
     ("the FP4 conversion cvt.*.e2m1x2", r"cvt\.[a-z0-9.]*e2m1x2", "sm_100a"),
     ("the FP6 / UE8M0 conversions cvt.*.e2m3x2 / e3m2x2 / ue8m0x2", r"cvt\.[a-z0-9.]*(?:e2m3x2|e3m2x2|ue8m0x2)",
      "sm_100a"),
     ("stochastic-rounding conversions cvt.rs", r"\bcvt\.rs\b", "sm_100a"),
-    ("CuTe DSL Blackwell atoms (cute.nvgpu.tcgen05, SM100 MMA)", r"nvgpu\.tcgen05|\bSM100\w*|MmaF16BF16Op|Sm100", "sm_100a"),
+    ("CUTLASS C++ SM100 kernels (cutlass::arch::Sm100, CuTe SM100 MMA atoms: tcgen05 and TMEM)",
+     r"cutlass::arch::Sm1[01]\d|\bSM100_(?:MMA|TMEM|UTCCP)\w*|Sm1xxBlkScaledConfig", "sm_100a"),
+    ("CuTe DSL Blackwell atoms (cute.nvgpu.tcgen05, SM100 MMA)", r"nvgpu\.tcgen05|nvgpu import[^\n]*\btcgen05|\btcgen05\.Mma\w*Op|MmaF16BF16Op|sm100_utils|blackwell_helpers", "sm_100a"),
     ("the CuTe DSL FP4 type cutlass.Float4E2M1FN (the DSL converts it with sm_100a instructions; "
      "a DSL kernel cannot be rewritten)", r"\bFloat4E2M1FN\b", "sm_100a"),
     ("tcgen05 / TMEM / UMMA instructions", r"\btcgen05\b|\btcgen05\.|\bTMEM\b|\bUMMA\b|\btmem_", "sm_100a"),
+    ("block-scaled mma.sync.aligned.kind::mxf4nvf4 / mxf8f6f4", r"\bmma\.sync\.aligned\.kind::mxf", "sm_120a"),
     ("256-bit loads (.v8)", r"\b(?:ld|st)\.[A-Za-z0-9_.:]*\.v8\.[a-z0-9]+", "sm_100"),
     ("packed f32x2 arithmetic", r"\b(?:add|sub|mul|fma)(?:\.[a-z]+)*\.f32x2\b", "sm_100"),
     ("mixed-precision fma.*.f32.f16 / .bf16", r"\bfma(?:\.[a-z]+)*\.f32\.b?f16\b", "sm_100"),
+    ("cuBLASLt's block-scaled FP4 / MX matmul called from C++ (not emulated: only torch._scaled_mm is)",
+     r"CUBLASLT_MATMUL_MATRIX_SCALE_VEC\w+|CUDA_R_4F_E2M1", "sm_100 (cuBLAS has no FP4 GEMM below it)"),
     ("torch._scaled_mm on FP4 operands", r"\b_scaled_mm\b", "sm_100 (cuBLAS has no FP4 GEMM below it)"),
     ("an sm_100a / sm_103a build target",
      r"\b(?:sm|compute)_1(?:0[03]|1[01]|2[01])[af]?\b|arch=compute_1[012]\d|TORCH_CUDA_ARCH_LIST[^\n]*1[012]\.[0-3]",
@@ -88,13 +94,16 @@ def without_comments(source: str) -> str:
 
 
 def find(source: str) -> Feature | None:
-    """The first Blackwell-only feature the source uses (comments aside), with its line."""
+    """The Blackwell-only feature the source uses (comments aside), with its line: the first one that
+    --emulate-blackwell cannot stand in for when there is one (a file with both tcgen05 and the FP4
+    cvt fails for tcgen05, with or without the flag), else the first in FEATURES' order."""
     source = without_comments(source)
+    found = []
     for what, pattern, needs in FEATURES:
         match = re.search(pattern, source)
         if match:
-            return Feature(what, source.count("\n", 0, match.start()) + 1, needs)
-    return None
+            found.append(Feature(what, source.count("\n", 0, match.start()) + 1, needs))
+    return next((f for f in found if not f.emulated), found[0] if found else None)
 
 
 def explain(source: str, failure: str, capability: str | None, gpu: str) -> str | None:

@@ -13,11 +13,15 @@ CUDA built through torch's load_inline / load: built for this GPU through eval/w
 exactly; `-lcuda` links against the toolkit's stub when the driver's libcuda.so is not on the link
 path. Triton: its ptxas (TRITON_PTXAS_PATH) goes through the same rewrite, so inline asm with those
 instructions builds. Both kinds of build go to their own cache folders, so a later run without the
-flag never loads one.
+flag never loads one. A build that still fails (an instruction no rewrite stands in for, such as
+tcgen05; a header the contest's machine had and this one lacks) raises with one first line naming
+the stage (nvcc front end, ptxas, link), what it refused and its line in the submission
+(build_failure), the compiler's log on the lines after it.
 """
 from __future__ import annotations
 
 import os
+import re
 
 import torch
 
@@ -31,6 +35,7 @@ def install() -> list[str]:
     if torch.cuda.is_available() or os.environ.get("EVAL_GPU_ARCH"):  # a build-only worker knows the GPU's arch
         covered.append(_install_nvcc())
         covered.append(_install_triton())
+        _install_build_reasons()
     scaled_mm.install()
     return covered
 
@@ -138,3 +143,144 @@ def ptxas_script(folder: str, name: str, real: str) -> str:
     os.chmod(tmp, os.stat(tmp).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     os.replace(tmp, path)
     return path
+
+
+# -- a build that fails under emulation says what failed: stage, instruction or header, line -----
+
+# what no rewrite stands in for, by the instruction's first words (PTX ISA names)
+NOT_EMULATED = (
+    ("tcgen05", "Blackwell tensor-core MMA and tensor memory (tcgen05.*: TMEM, UMMA)"),
+    ("setmaxnreg", "register reallocation between warpgroups (setmaxnreg)"),
+    ("cvt.rs", "stochastic-rounding conversions (cvt.rs)"),
+    ("mma.sync.aligned.kind::mxf", "block-scaled mma.sync (kind::mxf4/mxf8f6f4, sm_120)"),
+    ("clusterlaunchcontrol", "cluster launch control (clusterlaunchcontrol.*)"),
+)
+# ptxas's own diagnostics ("ptxas /tmp/k.ptx, line 40; error   : ...", "ptxas fatal   : ..."), not a
+# caller's words about it (Triton: "PTXAS error: Internal Triton PTX codegen error")
+PTXAS_ERROR = re.compile(r"ptxas(?: \S+, line \d+;)?\s+(?:error|fatal)\s*:\s*(?P<what>[^\n]+)")
+QUOTED = re.compile(r"'([^']+)'")
+FRONT_END = re.compile(r"(?P<file>[^\s:()]+\.(?:cu|cuh|cpp|h|hpp))\((?P<line>\d+)\): (?:catastrophic )?error: (?P<what>[^\n]+)")
+MISSING = re.compile(r"fatal error: (?P<header>[^\s:]+): No such file or directory")
+LINK = re.compile(r"(?:/usr/bin/ld|ld(?:\.\w+)?): cannot find (?P<lib>-l\S+|\S+)")
+NVCC_FATAL = re.compile(r"nvcc fatal\s*:\s*(?P<what>[^\n]+)")
+
+
+def _line_of(needle: str, source: str | None) -> int | None:
+    """The line of the submission where needle first appears outside comments."""
+    if not source or not needle:
+        return None
+    from eval.judge import blackwell
+
+    text = blackwell.without_comments(source)
+    at = text.find(needle)
+    return text.count("\n", 0, at) + 1 if at >= 0 else None
+
+
+def _at(line: int | None) -> str:
+    return f" (line {line})" if line else ""
+
+
+def build_failure(output: str, source: str | None, name: str = "the extension", arch: str | None = None) -> str | None:
+    """One line for a failed build of CUDA source under --emulate-blackwell, from the build's output
+    (ninja's log: nvcc, ptxas, the linker): the stage that failed, what it refused, and where in the
+    submission; None when the output names nothing recognisable."""
+    target = f"sm_{arch}" if arch else "this GPU"
+    missing = MISSING.search(output)
+    if missing:
+        header = missing.group("header")
+        return (f"build of {name} failed (nvcc, emulated for {target}): it includes {header}{_at(_line_of(header, source))}, "
+                "which is not installed here (a header of the contest's environment, not a Blackwell instruction)")
+    ptxas = PTXAS_ERROR.search(output)
+    if ptxas:
+        what = ptxas.group("what").strip()
+        quoted = QUOTED.findall(what)
+        instruction = quoted[0] if quoted else ""
+        why = next((label for prefix, label in NOT_EMULATED if instruction.startswith(prefix)
+                    or prefix in what), None)
+        line = _line_of(instruction, source) if instruction else None
+        return (f"build of {name} failed in ptxas for {target} after the Blackwell rewrite: {what}"
+                + (f"; {instruction}{_at(line)} is {why}, which has no software equivalent here" if why
+                   else f"; {instruction}{_at(line)} is not rewritten by the emulation" if instruction else ""))
+    front = FRONT_END.search(output)
+    if front:
+        what = front.group("what").strip()
+        quoted = re.findall(r'"([^"]+)"', what)
+        line = _line_of(quoted[0], source) if quoted else None
+        return (f"build of {name} failed (nvcc front end, emulated for {target}): {front.group('file').rsplit('/', 1)[-1]} "
+                f"line {front.group('line')}: {what}" + (f" (submission line {line})" if line else ""))
+    link = LINK.search(output)
+    if link:
+        return f"build of {name} failed (link): cannot find {link.group('lib')}"
+    fatal = NVCC_FATAL.search(output)
+    if fatal:
+        return f"build of {name} failed (nvcc, emulated for {target}): nvcc fatal: {fatal.group('what').strip()}"
+    return None
+
+
+def _submission_source() -> str | None:
+    """The source of the submission module whose import is running (the worker loads it as `submission`)."""
+    import inspect
+
+    for frame in inspect.stack()[2:]:
+        if frame.frame.f_globals.get("__name__") == "submission":
+            for path in (frame.frame.f_globals.get("__file__"), frame.filename):
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        return f.read()
+                except (OSError, TypeError):
+                    continue
+            return None
+    return None
+
+
+def _install_build_reasons() -> None:
+    """torch's load_inline / load, and Triton's cubin step, wrapped so that a build failing under
+    emulation raises with build_failure's line first (the log follows on the next lines)."""
+    from torch.utils import cpp_extension
+
+    arch = _gpu_arch()
+    for attr in ("load_inline", "load"):
+        original = getattr(cpp_extension, attr)
+        if getattr(original, "_emulation_reasons", False):
+            continue
+
+        def wrapped(*args, _original=original, **kwargs):
+            try:
+                return _original(*args, **kwargs)
+            except Exception as exc:
+                name = kwargs.get("name") or (args[0] if args else "the extension")
+                reason = build_failure(str(exc), _submission_source(), repr(name), arch)
+                if reason is None:
+                    raise
+                raise RuntimeError(f"{reason}\n{exc}") from exc
+
+        wrapped._emulation_reasons = True
+        setattr(cpp_extension, attr, wrapped)
+    _wrap_triton_cubin(arch)
+
+
+def _wrap_triton_cubin(arch: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:
+        return
+    try:
+        from triton.backends.nvidia import compiler
+    except Exception:  # a Triton without the NVIDIA backend, or one that cannot load here
+        return
+    backend = getattr(compiler, "CUDABackend", None)
+    original = getattr(backend, "make_cubin", None)
+    if original is None or getattr(original, "_emulation_reasons", False):
+        return
+
+    def make_cubin(self, src, *args, **kwargs):
+        try:
+            return original(self, src, *args, **kwargs)
+        except Exception as exc:
+            reason = build_failure(str(exc), _submission_source(), "a Triton kernel", arch)
+            if reason is None:
+                raise
+            raise RuntimeError(f"{reason}\n{exc}") from exc
+
+    make_cubin._emulation_reasons = True
+    backend.make_cubin = make_cubin

@@ -11,14 +11,17 @@ exact equivalents before the real ptxas sees it:
                                   the rounding and saturation the PTX ISA and cuda_fp4/6/8.hpp define;
                                   e4m3x2 / e5m2x2 <-> f16x2 / f32 exist since sm_89 and stay
   ld/st.global.*.v8 (32-bit)      256-bit loads and stores split into two 128-bit ones (.v4), as are
-  ld/st.global.*.v4 (64-bit)      the 64-bit-element forms (two .v2)
+  ld/st.global.*.v4 (64-bit)      the 64-bit-element forms (two .v2); the L2::evict_* priorities and
+                                  L2::256B prefetch size that only 256-bit accesses take are dropped
+                                  (cache hints: the data is the same)
   add/sub/mul/fma.rn.f32x2        packed pairs of f32 in a .b64: the same operation on each half (the
                                   packed forms are defined element-wise, same rounding and modifiers)
   fma.rn.f32.f16 / .bf16          mixed precision: the f16/bf16 operands converted to f32 (exact), then
                                   one f32 fma (the product of two f16 values is exact in f32 anyway)
 
 Target flags in every spelling (-gencode lists, -arch=, -arch X, --gpu-architecture, -code, torch's
-own from TORCH_CUDA_ARCH_LIST) are replaced by one for this GPU. What it cannot stand in for (tcgen05
+own from TORCH_CUDA_ARCH_LIST, a ptxas target passed through -Xptxas / --ptxas-options=--gpu-name=...)
+are replaced by one for this GPU. What it cannot stand in for (tcgen05
 / TMEM / UMMA, the stochastic-rounding cvt.rs forms, CuTe DSL SM100 atoms) still fails in ptxas,
 and the judge names the feature. Usage: `python -m eval.worker.nvcc_emulate ARCH NVCC_ARGS...` (ARCH
 e.g. 90a), `... --ptxas REAL_PTXAS PTXAS_ARGS...`, or by this file's path; the worker sets
@@ -256,13 +259,14 @@ def _address(addr: str, plus: int) -> str:
 
 def split_wide(match: re.Match) -> str:
     """One 256-bit ld/st.global as two 128-bit ones at +0 and +16 (an L2::cache_hint policy operand
-    goes to both; L2::256B, a prefetch size, is dropped)."""
+    goes to both; L2::256B, a prefetch size, is dropped, and so is an L2::evict_* priority, which
+    ptxas takes only on 256-bit accesses: cache hints, the values loaded or stored are the same)."""
     vec, typ = match.group("vec"), match.group("type")
     bits = int(typ[1:])
     if (vec, bits) not in (("v8", 32), ("v4", 64)):
         return match.group(0)  # already 128 bits or narrower
     half = "v4" if vec == "v8" else "v2"
-    quals = re.sub(r"\.L2::256B", "", match.group("quals"))
+    quals = re.sub(r"\.L2::(?:256B|evict_(?:first|last|normal|unchanged))", "", match.group("quals"))
     head = f"{match.group('op')}.global{quals}.{half}.{typ}"
     parts = re.match(r"\s*(?:(\{[^}]*\})\s*,\s*(\[[^\]]*\])|(\[[^\]]*\])\s*,\s*(\{[^}]*\}))\s*(,.*)?$",
                      match.group("rest"), re.S)
@@ -293,15 +297,50 @@ def retarget(args: list[str], arch: str) -> list[str]:
     (`-gencode=...` or `-gencode ...`, `-arch=sm_100a` or `-arch sm_100a`, `--gpu-architecture`,
     `-code`, Blackwell's sm_100a/100f/103a/110a/120a/121a beside other archs, torch's own from
     TORCH_CUDA_ARCH_LIST), dropped; one `-gencode` for this GPU added. Duplicates cannot arise."""
-    out, skip = [], False
+    out, skip, ptxas_value = [], False, False
     for arg in args:
         if skip:
             skip = False
+        elif ptxas_value:  # `-Xptxas VALUE`: the value is the next argument
+            ptxas_value = False
+            kept = ptxas_without_target(arg)
+            if kept:
+                out += [out.pop(), kept]
+            else:
+                out.pop()
         elif arg in ARCH_FLAGS:
             skip = True  # its value is the next argument
+        elif arg in PTXAS_FLAGS:
+            out.append(arg)
+            ptxas_value = True
+        elif arg.startswith(tuple(f + "=" for f in PTXAS_FLAGS)):
+            flag, value = arg.split("=", 1)
+            kept = ptxas_without_target(value)
+            if kept:
+                out.append(f"{flag}={kept}")
         elif not arg.startswith(tuple(f + "=" for f in ARCH_FLAGS)):
             out.append(arg)
     return out + [f"-gencode=arch=compute_{arch},code=sm_{arch}"]
+
+
+PTXAS_FLAGS = ("-Xptxas", "--ptxas-options")
+PTXAS_TARGET = re.compile(r"^(?:--gpu-name|-arch)(?:=|$)")
+
+
+def ptxas_without_target(value: str) -> str:
+    """The options nvcc passes to ptxas (comma-separated), less a target of their own
+    (`--gpu-name=sm_100a`, `--gpu-name sm_100a`, `-arch=sm_100a`): nvcc gives ptxas this GPU's."""
+    parts, kept, skip = [p for p in value.split(",") if p], [], False
+    for part in parts:
+        words = part.split()
+        if skip:
+            skip = False
+            continue
+        if PTXAS_TARGET.match(words[0]):
+            skip = "=" not in words[0] and len(words) == 1  # the value is the next option
+            continue
+        kept.append(part)
+    return ",".join(kept)
 
 
 def compile_with_rewrite(arch: str, args: list[str]) -> int:
