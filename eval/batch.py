@@ -59,9 +59,7 @@ def collect(inputs: list[Path], sources_dir: Path) -> list[Candidate]:
                 if not isinstance(entry, dict) or not isinstance(entry.get("source"), str):
                     raise ValueError(f"{item}:{number}: each line needs a \"source\" string (and an \"id\")")
                 source = entry["source"].encode()
-                sources_dir.mkdir(parents=True, exist_ok=True)
-                path = sources_dir / f"{_sha(source)[:16]}.py"
-                path.write_bytes(source)
+                path = _store_source(sources_dir, source)
                 cid = str(entry.get("id") or path.stem)
                 found.setdefault(cid, Candidate(cid, path, _sha(source)))
             continue
@@ -70,6 +68,18 @@ def collect(inputs: list[Path], sources_dir: Path) -> list[Candidate]:
         for path in paths:
             found.setdefault(str(path), Candidate(str(path), path.resolve(), _sha(path.read_bytes())))
     return list(found.values())
+
+
+def _store_source(sources_dir: Path, source: bytes) -> Path:
+    """A JSONL candidate's source as a file named by its hash, in a folder only its owner may list
+    (0711: a worker, or another user, can open a file of it only by a name it cannot guess; a
+    worker's uid must still read its own, so the files stay 0644)."""
+    sources_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(sources_dir, 0o711)
+    path = sources_dir / f"{_sha(source)[:16]}.py"
+    path.write_bytes(source)
+    os.chmod(path, 0o644)
+    return path
 
 
 def options_key(mode: str, args: list[str]) -> str:
@@ -174,9 +184,10 @@ def pending(candidates: list[Candidate], key: str, jsonl: Path) -> list[Candidat
 
 def append_line(jsonl: Path, line: dict) -> None:
     """One whole JSON line per write, flushed and synced at once (a killed run loses at most a cut
-    line, which resume judges again)."""
+    line, which resume judges again). A new file is created 0600: other candidates' verdicts are
+    nobody else's to read."""
     jsonl.parent.mkdir(parents=True, exist_ok=True)
-    with open(jsonl, "a") as handle:
+    with open(os.open(jsonl, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600), "a") as handle:
         handle.write(json.dumps(line) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
@@ -185,6 +196,9 @@ def append_line(jsonl: Path, line: dict) -> None:
 def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jobs: int | None = None,
         limit: float = 1800.0, progress=None) -> list[dict]:
     """Judge every candidate not yet in jsonl; returns this run's lines (in finishing order)."""
+    from eval.judge import channel
+
+    channel.make_judge_undumpable()  # its environ (POPCORN_SEED) and open files are no worker's to read
     key = options_key(mode, args)
     todo: queue.Queue = queue.Queue()
     for candidate in pending(candidates, key, jsonl):

@@ -218,3 +218,105 @@ def test_compare_freezes_the_side_not_timed(tmp_path):
         assert _state(worker.process.pid) != "T"
     finally:
         worker.close()
+
+
+STEAL_TARGET = Path("/tmp/nvfp4_steal_sources_target.jsonl")  # the fixed path steal_sources.py reads
+SHM_PLANTED = ("zzz_nvfp4_shm_plant", "zzz_nvfp4_shm_plant_ballast", "sem.zzz_nvfp4_shm_plant")
+
+
+def _landlock(sandbox: dict) -> bool:
+    """The worker has a Landlock layer (a kernel with Landlock): its read list applies."""
+    return sandbox.get("landlock", "").startswith("on")
+
+
+def test_the_read_list_holds_no_other_run(tmp_path, monkeypatch):
+    """What a worker may read: its own submission file, the harness, the problem, Python; not a file
+    beside its submission, the judge's working folder, results/, tests/, /dev (raw disks) or the
+    host's /dev/shm; EVAL_WORKER_READ adds paths."""
+    from eval.judge import channel
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    monkeypatch.setenv(channel.READ_ENV, str(extra))
+    submission = tmp_path / "cand.py"
+    submission.write_text("def custom_kernel(data):\n    return data[-1]\n")
+    readable, listable = channel._readable_paths(submission.resolve(), tmp_path / "native.so")
+
+    def covered(path):
+        return any(channel._beneath(os.path.realpath(path), granted) for granted in readable)
+
+    assert covered(submission) and covered(extra / "x") and covered(TORCH_REF) and covered(os.__file__)
+    assert covered(ROOT / "eval" / "worker" / "driver.py") and covered(ROOT / "task.py")
+    assert not covered(tmp_path / "other.py"), "a file beside the submission (another candidate)"
+    for path in (ROOT / "results" / "x.json", ROOT / "tests" / "test_isolation.py", ROOT / ".git" / "config",
+                 Path("/dev/vda"), Path("/dev/shm/x"), Path("/tmp/x"), Path("/var/tmp/x")):
+        assert not covered(path), path
+    assert listable == [str(ROOT)]
+
+
+def test_a_worker_reads_no_other_candidate_or_verdict_file(tmp_path):
+    """steal_sources reads what a process's command line names (here another candidate's source and
+    a verdict JSONL in a folder of their own) and a fixed file in /tmp: Landlock's read list lets none
+    through, and the honest answer stays right."""
+    other = tmp_path / "other_candidate.py"
+    other.write_text(TORCH_REF.read_text())
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text('{"id": "other", "passed": true}\n')
+    STEAL_TARGET.write_text('{"id": "secret"}\n')
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "nvfp4-steal-victim",
+                               str(other), str(verdicts)])
+    try:
+        record = modes.run_tests(ADV / "steal_sources.py", smoke(), options(tmp_path))
+    finally:
+        victim.kill()
+        victim.wait()
+        STEAL_TARGET.unlink(missing_ok=True)
+    if not _landlock(record.environment.sandbox):
+        pytest.skip(f"no Landlock here: {record.environment.sandbox.get('landlock')}")
+    assert record.passed, f"the worker read a file outside its read list: {reason(record)}"
+
+
+def test_a_batch_candidate_reads_neither_the_others_nor_the_verdicts(tmp_path):
+    """The red team's steal_batch_sources, inside a real `eval batch`: the candidate judged second
+    finds the batch process, reads nothing it names, and the verdict file is the judge's alone."""
+    import json
+
+    from eval import problem_folder
+
+    other = tmp_path / "a_other.py"
+    other.write_text(TORCH_REF.read_text())
+    out = tmp_path / "verdicts.jsonl"
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results")}
+    env.pop(problem_folder.DIR_ENV, None)
+    command = [sys.executable, "-m", "eval", "batch", str(other), str(ADV / "steal_sources.py"), "--mode", "test",
+               "--cases", "smoke", "--timeout", "120", "-o", str(out)]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    lines = {e["id"]: e for e in map(json.loads, out.read_text().splitlines())}
+    assert len(lines) == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    thief = lines[str(ADV / "steal_sources.py")]
+    if not _landlock(thief["record"]["environment"]["sandbox"]):
+        pytest.skip("no Landlock here")
+    assert thief["passed"], f"the candidate read another's source or the verdicts: {thief['reason']}"
+    assert lines[str(other)]["passed"], lines[str(other)]["reason"]
+    assert out.stat().st_mode & 0o777 == 0o600
+
+
+def test_shared_memory_a_worker_leaves_is_gone_with_it(tmp_path):
+    """shm_plant leaves files in /dev/shm (a worker that keeps root is not swept by uid): as root, the
+    worker's /dev/shm is a private tmpfs, so nothing is left on the host and the probe run after it
+    sees nothing."""
+    shm = Path("/dev/shm")
+    for name in SHM_PLANTED:  # what a run of an older harness left
+        (shm / name).unlink(missing_ok=True)
+    planted = modes.run_tests(ADV / "shm_plant.py", smoke(), options(tmp_path))
+    left = [name for name in SHM_PLANTED if (shm / name).exists()]
+    probe = modes.run_tests(ADV / "honest_probe_shm.py", smoke(), options(tmp_path))
+    for name in left:
+        (shm / name).unlink(missing_ok=True)
+    assert planted.passed, reason(planted)
+    assert not left, f"left on the host's /dev/shm: {left}"
+    assert probe.passed, f"the probe saw what the planting run left: {reason(probe)}"
+    if os.geteuid() == 0:
+        assert planted.environment.sandbox.get("shm", "").startswith("on (private tmpfs"), planted.environment.sandbox

@@ -12,7 +12,10 @@ bytecode writes; the harness and problem paths are passed explicitly), a private
 every tool cache) created for it and deleted when it closes, its build caches copied in from the
 judge's build cache (eval/judge/build_cache.py), its own session (which no process of it can leave:
 the sandbox refuses setsid) killed whole, and, as root, a uid of its own where the tree is readable
-by one (every process of that uid is killed at the end too). What the judge believes about
+by one (every process of that uid is killed at the end too) and a /dev/shm of its own (a private
+tmpfs, gone with it). It reads only what a leaderboard run could (_readable_paths: system folders,
+Python, CUDA, the harness, the problem's files, its own submission file; never another candidate's
+source, a verdict file or results/; EVAL_WORKER_READ adds paths). What the judge believes about
 the worker (its sandbox layers, whether CUDA works in it, what is emulated) comes from the signed
 `hello` reply the worker sends before any of the submission exists; later words are informational.
 """
@@ -29,6 +32,7 @@ import os
 import pickle
 import secrets
 import select
+import shutil
 import signal
 import struct
 import subprocess
@@ -272,8 +276,10 @@ class WorkerProcess:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         writable = [str(private.root), str(private.builds), *_device_paths()]
+        readable, listable = _readable_paths(self.submission, lib.path)
+        paths = json.dumps({"write": writable, "read": readable, "list": listable})
         cmd = [sys.executable, "-I", "-B", "-c", BOOT, str(req_r), str(rep_w), str(key_r), str(lib.path), level,
-               str(uid if uid is not None else -1), *writable]
+               str(uid if uid is not None else -1), paths]
         self.log = worker_log.LogPump(self.log_path)
         self.process = subprocess.Popen(
             cmd, pass_fds=(req_r, rep_w, key_r), stdin=subprocess.DEVNULL, stdout=self.log.write_fd,
@@ -604,12 +610,122 @@ SHARED_MEMORY = "/dev/shm"
 
 
 def _device_paths() -> list[str]:
-    """What of /dev a worker may write: the GPU's device files and the usual character devices
-    (opened for writing, never renamed or replaced: Landlock grants files, not the /dev folder), and
-    /dev/shm (POSIX semaphores and shared memory; what its uid leaves there is deleted at close)."""
+    """What of /dev a worker may write (and read): the GPU's device files and the usual character
+    devices (opened for writing, never renamed or replaced: Landlock grants files, not the /dev
+    folder), and /dev/shm (POSIX semaphores and shared memory: a private tmpfs where the worker
+    started as root, see sandbox._private_shm; else what its uid leaves there is deleted at close)."""
     found = [p for p in (*DEVICE_FILES, *sorted(glob.glob("/dev/nvidia*")), *sorted(glob.glob("/dev/dri/*")))
              if os.path.exists(p) and not os.path.isdir(p)]
     return found + ([SHARED_MEMORY] if os.path.isdir(SHARED_MEMORY) else [])
+
+
+# /dev is not among them: a worker that keeps root could read a disk's raw blocks (/dev/vda, an NVMe
+# namespace's /dev/ng*) or a terminal; of /dev it reads what it may write (_device_paths) and these
+SYSTEM_FOLDERS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys",
+                  "/run", "/snap", "/nix", "/dev/nvidia-caps", "/dev/dri")
+HARNESS_FOLDERS = ("eval", "submission", ".device", ".whl")  # of the repository: its code and its own submissions
+TOOLS = ("nvcc", "ptxas", "ninja", "c++", "g++", "gcc", "cc")  # what builds run: their folders are readable
+TOOLKITS = ("nvcc", "ptxas")  # <toolkit>/bin/nvcc: the toolkit around it is readable too
+PROBLEM_FILES = ("task.yml", "task.py", "reference.py", "problem.py", "shapes.yaml")
+READ_ENV = "EVAL_WORKER_READ"  # more paths a worker may read (os.pathsep-separated), for unusual layouts
+
+
+def _readable_paths(submission: Path | None, native_path: Path) -> tuple[list[str], list[str]]:
+    """What a worker may read and run besides its own folders, as (readable, listable): what a
+    leaderboard run could read, and nothing of other runs (candidates' sources, verdict files, the
+    repository's results/ and tests/, another worker's folders or shared memory).
+    Readable: the system folders (not /dev), the Python installation (prefixes, the interpreter's
+    folder, every sys.path entry of the judge's but its working folder), the CUDA toolkit and the
+    build tools' folders, LD_LIBRARY_PATH, the harness (eval/, submission/, .device/, .whl/ of the
+    repository), the judge's PYTHONPATH entries, the problem's files (_problem_files), the
+    submission file (just the file), the compiled part, and EVAL_WORKER_READ (as given).
+    Listable only: the problem folder (Python's import lists a sys.path folder to find task and
+    reference in it; with Landlock a listing right holds beneath, so its subfolders' names are seen,
+    not their files). A folder that holds the repository (PYTHONPATH=<repository>, a prefix above
+    it) or /dev/shm is replaced by its entries that do not lead there (see _around)."""
+    problem = problem_folder.current().root
+    prefixes = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                              os.path.dirname(os.path.realpath(sys.executable)))]
+    own = [*prefixes, *(str(ROOT / name) for name in HARNESS_FOLDERS), *_user_paths(), *_problem_files(problem),
+           str(native_path), *([str(submission)] if submission else [])]
+    own = [os.path.realpath(p) for p in own if os.path.isabs(p) and os.path.exists(p)]
+    wide = [p for p in own if _beneath(str(ROOT), p)]  # the repository itself or a folder above it
+    own = [p for p in own if p not in wide]
+    shared = [*wide, *SYSTEM_FOLDERS, *_python_paths(prefixes), *_toolkit_paths(),
+              *os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)]
+    readable = own + [found for path in shared if os.path.isabs(path) for found in _around(path, own)]
+    readable += [os.path.realpath(p) for p in os.environ.get(READ_ENV, "").split(os.pathsep)
+                 if os.path.isabs(p) and os.path.exists(p)]
+    return list(dict.fromkeys(readable)), [str(problem)]
+
+
+def _problem_files(root: Path) -> list[str]:
+    """The problem's files: the contract's (PROBLEM_FILES) and what task.yml's `files` stages, by its
+    name in the folder and from its source (the series' ../utils.py, the evaluator); not the
+    submission it stages, nor anything else in the folder (the leaderboard's runner stages only
+    these; a candidate or a verdict file kept there stays unread)."""
+    staged = problem_folder.staging(root)
+    files = [root / name for name in PROBLEM_FILES]
+    for name, source in staged.files if staged else ():
+        if source and not source.startswith("@"):
+            files += [root / name, root / source]
+    return [str(path) for path in files if path.is_file()]
+
+
+def _python_paths(prefixes: list[str]) -> list[str]:
+    """The judge's sys.path entries that exist (site-packages, the user site, .pth additions), less
+    its working folder (`python -m` puts it first; candidates may lie there) unless that lies inside
+    the Python installation."""
+    cwd = os.path.realpath(os.getcwd())
+    found = []
+    for entry in sys.path:
+        if not entry or not os.path.isabs(entry) or not os.path.exists(entry):
+            continue
+        real = os.path.realpath(entry)
+        if real != cwd or any(_beneath(real, prefix) for prefix in prefixes):
+            found.append(real)
+    return found
+
+
+def _toolkit_paths() -> list[str]:
+    """The CUDA toolkit (CUDA_HOME, CUDA_PATH, /usr/local/cuda*, the toolkit nvcc and ptxas sit in)
+    and the folders of the build tools found on PATH (and of CC / CXX)."""
+    found = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), *sorted(glob.glob("/usr/local/cuda*"))]
+    for tool in (*TOOLS, os.environ.get("CC", ""), os.environ.get("CXX", "")):
+        where = shutil.which(tool) if tool else None
+        if not where:
+            continue
+        real = Path(where).resolve()
+        found += [os.path.dirname(os.path.abspath(where)), str(real.parent)]
+        if tool in TOOLKITS and real.parent.name == "bin":
+            found.append(str(real.parent.parent))
+    return found
+
+
+def _beneath(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _around(path: str, own: list[str]) -> list[str]:
+    """path as readable entries that reveal nothing of the repository beyond `own` and nothing of
+    the host's /dev/shm: the repository's root, or a path inside it that is not inside one of
+    `own`, gives none; a folder above the repository or /dev/shm gives its folders and regular files
+    that do not lead there, recursively (not its links: a link's target is readable where its own
+    path is; nor device files)."""
+    real = os.path.realpath(path)
+    hidden = [str(ROOT), os.path.realpath(SHARED_MEMORY)]
+    if not os.path.exists(real):
+        return []
+    if any(_beneath(real, folder) for folder in hidden):
+        return [real] if real != hidden[0] and any(_beneath(real, folder) for folder in own) else []
+    if not any(_beneath(folder, real) for folder in hidden):
+        return [real]
+    try:
+        entries = [entry for entry in os.scandir(real)
+                   if entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False)]
+    except OSError:
+        return []
+    return [found for entry in entries for found in _around(entry.path, own)]
 
 
 def _sweep_shared_memory(uid: int | None) -> None:

@@ -22,7 +22,16 @@
 //     (no libc or vDSO entry point to redirect);
 //   - a seccomp filter refuses mprotect, pkey_mprotect, munmap, mremap, madvise and fixed mmap on
 //     this library, the key page, the sealed page and the CUDA driver and runtime libraries, unless
-//     the call comes from this library's own code (by instruction pointer);
+//     the call comes from this library's own code (by instruction pointer); it refuses userfaultfd
+//     (the system call and /dev/userfaultfd's ioctl) and rseq to everyone else;
+//   - no code of the submission's runs in this thread outside the timed region: from the canaries
+//     to the start clock and from the end clock to the last output snapshot every signal is held
+//     back (a fault there is not handled either: the kernel resets a blocked fault signal to its
+//     default action and the worker dies of it), no rseq area is registered for this thread (its
+//     abort address would be a jump into the submission's code on the next preemption), and a CPU
+//     output is read only after the kernel has copied it without a fault (it answers EFAULT, no
+//     signal): memory the submission keeps unreadable (PROT_NONE, a file mapping truncated under it)
+//     is refused with a reason instead of being filled by its fault handler after the end clock;
 //   - the CUDA driver's and runtime's function tables (every word of their writable data that
 //     pointed into their code when the channel opened) are checked after every request: one that
 //     now points elsewhere fails the request as tampered timing.
@@ -39,6 +48,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -390,6 +400,8 @@ struct alignas(4096) Sealed {
   Slot* slots = nullptr;               // their function tables as they were (in a sealed mapping)
   size_t n_slots = 0, slots_bytes = 0;
   const char* seccomp = "off";
+  int probe[2] = {-1, -1};             // a datagram socket pair: the kernel's read test (readable())
+  const char* rseq = "n/a";            // what became of this thread's rseq area (drop_rseq())
 };
 static Sealed S;
 #define D (S.drv)
@@ -916,6 +928,13 @@ static const char* seal_memory(const std::vector<Range>& ranges) {
       -1};
   for (long nr : refused)
     if (nr >= 0) b.jump(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, "deny", "");
+  b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, "ioctl", "");
+#ifdef SYS_rseq
+  // an rseq area registered for the thread that serves requests, its critical section laid over
+  // this library's code, would send that thread to the submission's abort handler the next time it
+  // is preempted there (drop_rseq unregisters glibc's area before the submission exists)
+  b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_rseq, "own", "");
+#endif
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, "check", "");
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_pkey_mprotect, "check", "");
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_munmap, "check", "");
@@ -925,6 +944,11 @@ static const char* seal_memory(const std::vector<Range>& ranges) {
   b.label("prctl");
   b.stmt(BPF_LD | BPF_W | BPF_ABS, ARG0);
   b.jump(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_SECCOMP, "deny", "allow");
+  // USERFAULTFD_IOC_NEW on /dev/userfaultfd: a userfaultfd without the system call (a read of ours
+  // in a registered range would wait until a thread of the submission's fills the page)
+  b.label("ioctl");
+  b.stmt(BPF_LD | BPF_W | BPF_ABS, ARG1);
+  b.jump(BPF_JMP | BPF_JEQ | BPF_K, 0xAA00 /* _IO(0xAA, 0x00) */, "deny", "allow");
   b.label("mremap");  // moving a mapping onto a fixed address is refused outright (from other code)
   b.stmt(BPF_LD | BPF_W | BPF_ABS, ARG3);
   b.jump(BPF_JMP | BPF_JSET | BPF_K, 2 /* MREMAP_FIXED */, "own", "check");
@@ -980,6 +1004,34 @@ static const char* seal_memory(const std::vector<Range>& ranges) {
   return r == 0 ? "on" : "unavailable (seccomp refused the filter)";
 }
 
+// glibc (2.35 on) registers an rseq area for every thread. Written by the submission (it runs in
+// this thread), a critical-section descriptor covering this library's code would have the kernel
+// move this thread to the descriptor's abort address when preempted inside it: the submission's
+// code in the middle of a snapshot, like a signal handler. Unregistered for this thread (the one
+// that serves every request) from here; the filter refuses rseq to any other code, so no area is
+// registered again (glibc carries on without one: sched_getcpu asks the kernel).
+static const char* drop_rseq() {
+#if defined(SYS_rseq) && (defined(__x86_64__) || defined(__aarch64__))
+  const ptrdiff_t* offset = (const ptrdiff_t*)dlsym(RTLD_DEFAULT, "__rseq_offset");
+  const unsigned* size = (const unsigned*)dlsym(RTLD_DEFAULT, "__rseq_size");
+  if (!offset || !size || !*size) return "on (none registered by the C library)";
+  uintptr_t tp;
+#if defined(__x86_64__)
+  __asm__("mov %%fs:0, %0" : "=r"(tp));
+  const long sig = 0x53053053;  // glibc's RSEQ_SIG
+#else
+  __asm__("mrs %0, tpidr_el0" : "=r"(tp));
+  const long sig = 0xd428bc00;
+#endif
+  for (unsigned len : {*size, 32u})  // the length it was registered with: glibc 2.40 reports less
+    if (raw_syscall(SYS_rseq, (long)(tp + *offset), (long)len, 1 /* RSEQ_FLAG_UNREGISTER */, sig) == 0)
+      return "on (this thread's area unregistered)";
+  return "on (none registered for this thread)";
+#else
+  return "n/a (no rseq here)";
+#endif
+}
+
 // key_fd: the judge's one-shot key pipe; driver_path: the CUDA runtime torch mapped ("" without
 // CUDA). Runs before the submission is imported: reads the key into its page, starts the GPU state,
 // surveys memory, seals the state page and (harden) installs the memory filter. Returns what it did.
@@ -1010,6 +1062,13 @@ static py::dict open_channel(int key_fd, int reply_fd, const std::string& driver
   if (S.slots) guarded.push_back(Range{(uintptr_t)S.slots, (uintptr_t)S.slots + S.slots_bytes});
   for (int i = 0; i < S.n_all; i++) guarded.push_back(S.cuda_all[i]);
   S.seccomp = harden ? seal_memory(guarded) : "off (no sandbox)";
+  if (harden && strcmp(S.seccomp, "on") == 0) S.rseq = drop_rseq();  // else: one could be registered again
+  else S.rseq = "off (no memory filter)";
+  int pair[2], room = 1 << 18;  // room for one 64 KiB datagram of readable() whatever the default
+  if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) == 0) {
+    setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &room, sizeof room);
+    S.probe[0] = pair[0], S.probe[1] = pair[1];
+  }
   const char* seccomp = S.seccomp;
   protect(&S, sizeof S, PROT_READ);
   py::dict info;
@@ -1019,6 +1078,9 @@ static py::dict open_channel(int key_fd, int reply_fd, const std::string& driver
   Text t;
   t << "on (" << (unsigned long)S.n_slots << " words watched)";
   info["driver tables"] = cuda ? t.str() : std::string("n/a (no CUDA)");
+  info["quiet windows"] = std::string(S.probe[0] >= 0 ? "on (signals held back; CPU outputs read after a kernel read test)"
+                                                       : "on (signals held back; no read test: a fault kills the worker)");
+  info["rseq"] = S.rseq;
   return info;
 }
 
@@ -1120,6 +1182,67 @@ static std::vector<View> input_views(py::handle data, bool cuda_expected) {
   return views;
 }
 
+// ------------------------------------------------------------------------------------------------
+// Quiet windows: no code of the submission's runs in this thread between the canaries and the start
+// clock, nor between the end clock and the last output snapshot. Work done there would be free: a
+// fault handler filling an output over a PROT_NONE mapping while the snapshot reads it, or
+// computing the answer from the inputs once the canaries are in. Two ways into this thread that
+// need no call from us, both shut: signals (held back here; rseq, the other, is gone: drop_rseq).
+// A signal held back is delivered once the window ends (after the start clock: timed). A fault in
+// a window (a read of ours of memory that is not there) reaches no handler either: the kernel
+// resets a blocked fault signal to its default action and the worker dies of it. So a CPU output is
+// first read by the kernel (readable()), and one that would fault is refused with a reason.
+// The second window opens right after the end clock (so no system call of ours is timed): between
+// the two nothing touches the submission's memory, only a signal that happens to arrive in those
+// few instructions runs free. Not covered: threads and processes of the submission's, which run
+// beside this one all along (what they finish before the snapshot reads counts), and native code
+// that rewrites code or function pointers of libc, Python or torch that a window calls (allocation,
+// CPython's dict walk, tensor accessors) or the snapshot bytes once the window has closed (a
+// finalizer of the output runs when the loop lets go of it) - README.md, "What stays open".
+
+struct Quiet {  // every signal held back in this thread while held (raw rt_sigprocmask, our instructions)
+  uint64_t before = 0;
+  bool held = false;
+  Quiet() { hold(); }
+  ~Quiet() { release(); }
+  void hold() {
+    if (held) return;
+    uint64_t all = ~(uint64_t)0;  // the kernel leaves SIGKILL and SIGSTOP out
+    if (raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&before, sizeof all) != 0)
+      throw std::runtime_error("cannot hold signals back");
+    held = true;
+  }
+  void release() {
+    if (!held) return;
+    raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, (long)&before, 0, sizeof before);
+    held = false;
+  }
+};
+
+static const char* const OUTPUT_FAULTED =
+    "output memory faulted when read after the run (a fault handler would run the submission's code outside the "
+    "timed region)";
+
+// Whether the n bytes at p read without a fault now, asked of the kernel: it copies them into a
+// datagram of the socket pair made before the submission existed (sendto from our instructions,
+// never blocking) and answers EFAULT where a load would fault (PROT_NONE, a file page past the end
+// of its file, nothing mapped), sending no signal. 1: readable; 0: a read would fault; -1: no answer
+// (the pair is missing or was replaced: the caller's copy is still safe in a quiet window, a fault
+// there kills the worker, only without a reason). A page made unreadable after the test: the same.
+static int readable(const uint8_t* p, size_t n) {
+  if (S.probe[0] < 0) return -1;
+  const size_t chunk = (size_t)64 << 10;
+  char sink;
+  for (size_t at = 0; at < n; at += chunk) {
+    size_t take = std::min(chunk, n - at);
+    long r = raw_syscall(SYS_sendto, S.probe[0], (long)(p + at), (long)take, MSG_DONTWAIT | MSG_NOSIGNAL, 0, 0);
+    if (r == -EFAULT) return 0;
+    if (r != (long)take) return -1;
+    raw_syscall(SYS_recvfrom, S.probe[1], (long)&sink, 1, MSG_DONTWAIT | MSG_TRUNC, 0, 0);  // drop it
+  }
+  return 1;
+}
+
 // Output snapshot: the bytes of the storage span the tensor covers, and how to view them.
 struct Snap {
   std::string problem;  // non-empty: not a usable output
@@ -1155,16 +1278,25 @@ static Snap describe_output(PyObject* o) {
   s.span = (size_t)(hi - lo + 1) * item;
   if (s.span > MAX_OUTPUT_SPAN) { s.problem = "output spans more than 1 GiB of memory"; return s; }
   s.offset = -lo;
-  s.src = (uint8_t*)t.data_ptr() + lo * (int64_t)item;
+  // const: data_ptr() would materialise a copy-on-write storage through the CPU allocator (which
+  // native code can replace) after the end clock
+  s.src = (uint8_t*)t.const_data_ptr() + lo * (int64_t)item;
   return s;
 }
 
-// Queue the copy of the output's bytes on the stream now (GPU) or copy them now (CPU).
+// Queue the copy of the output's bytes on the stream now (GPU) or copy them now (CPU, after the
+// kernel's read test). Called in a quiet window only.
 static void snapshot(Snap& s) {
   if (!s.problem.empty() || s.span == 0) return;
   s.bytes.resize(s.span);
-  if (s.cuda) ck(D.cuMemcpyDtoHAsync(&s.bytes[0], (DrvPtr)s.src, s.span, nullptr), "output snapshot");
-  else memcpy(&s.bytes[0], s.src, s.span);
+  if (s.cuda) {
+    ck(D.cuMemcpyDtoHAsync(&s.bytes[0], (DrvPtr)s.src, s.span, nullptr), "output snapshot");
+  } else if (readable(s.src, s.span) == 0) {
+    s.problem = OUTPUT_FAULTED;
+    s.bytes.clear();
+  } else {
+    memcpy(&s.bytes[0], s.src, s.span);
+  }
 }
 
 static std::string snap_json(const Snap& s, size_t blob_offset) {
@@ -1443,14 +1575,17 @@ static Timed timed_calls(py::handle kernel, const std::vector<py::object>& input
                          const std::vector<CanaryPlan>& plans, bool cuda, bool flush, double wait_ns, bool snap) {
   Timed t;
   Clock clock{cuda};
+  std::vector<py::object> results;  // released after the window: a __del__ of the submission's may run then
+  Quiet quiet;                      // from here to the start clock, then from the end clock on
   device_sync(cuda);
   unsigned rows = stage_canaries(plans, rs, views, cuda);
   if (cuda && flush) flush_and_wait(wait_ns);
   if (cuda) scatter_canaries(rows);
-  std::vector<py::object> results;
   clock.start();
+  quiet.release();  // a signal held back since the canaries is handled here: inside the timed region
   for (const auto& data : inputs) results.push_back(call_kernel(kernel, data));
   clock.end();
+  quiet.hold();  // after the clock (no system call of ours timed); nothing between reads their memory
   t.outs.resize(results.size());
   if (snap)
     for (size_t i = 0; i < results.size(); i++) {
@@ -1587,6 +1722,8 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
     for (int batch = 0; batch < HOST_BATCHES; batch++) {
       std::vector<CanaryPlan> plans;
       for (auto& v : hviews) plans.push_back(plan_canary(rs, v));
+      std::vector<py::object> outs;
+      Quiet quiet;  // the canaries to the first call, the last call to the last snapshot
       device_sync(cuda);
       unsigned rows = stage_canaries(plans, rs, hviews, cuda);
       if (cuda) scatter_canaries(rows);
@@ -1594,10 +1731,12 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
       // a batch's length is drawn too (3/4 of host_calls up to all): which call comes last, and is
       // left standing in a storage every call returns, is not known in advance
       int64_t n = host_calls - (int64_t)(os_random64() % (uint64_t)(host_calls / 4 + 1));
-      std::vector<py::object> outs;
       double t0 = now_ns();
+      quiet.release();  // held since the canaries (see timed_calls)
       for (int64_t i = 0; i < n; i++) outs.push_back(call_kernel(kernel, hin[i]));
-      per_call.push_back((now_ns() - t0) / (double)n);
+      double t1 = now_ns();
+      quiet.hold();
+      per_call.push_back((t1 - t0) / (double)n);
       device_sync(cuda);
       host_json << (batch ? "," : "") << "{\"calls\":[";
       for (int64_t i = 0; i < host_calls; i++) {  // every input's canary; the outputs of the calls made
@@ -1643,12 +1782,16 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
 //   step: seed, overrides (dict for make_input), reuse (copy the new input into the previous
 //   step's buffers), hash_args (input indices whose storage is hashed after the call), canary
 
+// An input that no longer reads without a fault hashes as "unreadable": the judge sees it changed
+// (a fault handler could otherwise put the original bytes back while they are hashed).
 static std::string storage_hash(const View& v) {
   std::string host(v.nbytes, '\0');
+  Quiet quiet;
   if (v.cuda) {
     ck(D.cuMemcpyDtoHAsync(&host[0], (DrvPtr)v.base, v.nbytes, nullptr), "input copy");
     ck(D.cuStreamSynchronize(nullptr), "input copy");
   } else if (v.nbytes) {
+    if (readable(v.base, v.nbytes) == 0) return "unreadable";
     memcpy(&host[0], v.base, v.nbytes);
   }
   sha::Ctx c;

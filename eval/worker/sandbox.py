@@ -7,11 +7,18 @@ nothing, the judge's last resort when CUDA does not work inside the sandbox):
   no_new_privs   no setuid binary can give privileges back
   capabilities   when still root: all dropped, so no CAP_SYS_PTRACE / CAP_DAC_OVERRIDE (the judge is
                  non-dumpable, so its /proc/<pid>/fd cannot be opened without them)
+  shm            as root: a mount namespace of its own with a private tmpfs on /dev/shm (size capped),
+                 so the POSIX shared memory and semaphores it makes are its own and vanish with its last
+                 process (a worker that keeps root could otherwise leave files there for later runs)
   landlock       writes only below the given folders (scratch, cache, /dev/shm) and to the given
-                 device files (GPU, null, zero...: written, never renamed or replaced); reads anywhere. Landlock
-                 binds the calling thread and threads it makes later: the submission's Python runs in
-                 this thread or in threads it starts; threads the CUDA driver or torch started before
-                 are not bound (no Python runs there)
+                 device files (GPU, null, zero...: written, never renamed or replaced); reads (and
+                 execution) only of what the judge lists (eval/judge/channel.py _readable_paths: system
+                 folders, the Python installation, the CUDA toolkit, the harness, the problem's files,
+                 the submission file, the compiled part), so never another candidate's source or
+                 a verdict file. Landlock binds the calling thread and threads it makes later: the
+                 submission's Python runs in this thread or in threads it starts; threads the CUDA
+                 driver or torch started before are not bound (no Python runs there); the same holds
+                 for the mount namespace of the shm layer
   landlock scope  (ABI 6+) no signal to, and no abstract unix socket of, any process outside this
                  worker's Landlock domain: the judge, other workers, anything else on the machine
   seccomp        ptrace, process_vm_readv/writev, pidfd_getfd, kcmp, tkill and pidfd_send_signal
@@ -28,6 +35,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import stat
 import struct
 
 PR_SET_NO_NEW_PRIVS = 38
@@ -50,6 +58,10 @@ SIGNALS = {"x86_64": {"kill": 62, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgs
            "aarch64": {"kill": 129, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240}}
 PR_SET_PDEATHSIG = 1
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+CLONE_NEWIPC, CLONE_NEWNS = 0x08000000, 0x00020000
+MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+SHARED_MEMORY = "/dev/shm"
+SHM_CAP_BYTES = 1 << 30  # the private /dev/shm holds at most this, or a quarter of RAM where that is less
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -60,13 +72,18 @@ def _err() -> str:
     return os.strerror(ctypes.get_errno())
 
 
-def apply(writable: list[str], uid: int | None, level: str = "full") -> dict[str, str]:
+def apply(writable: list[str], uid: int | None, level: str = "full", readable: list[str] | None = None,
+          listable: list[str] = ()) -> dict[str, str]:
+    """Put the layers on this process (see the module docstring); returns each layer's state.
+    writable: folders and device files it may write; readable: folders and files it may read and
+    run (None: reads are not restricted); listable: folders it may only list."""
     if level == "none":
         return {"sandbox": "off (CUDA did not work inside it here, or EVAL_SANDBOX=none)"}
     arch = platform.machine()
     applied = {}
     if os.geteuid() == 0:  # System V IPC and POSIX message queues of its own, gone with it
-        applied["ipc namespace"] = "on" if _libc.unshare(0x08000000) == 0 else f"unavailable ({_err()})"
+        applied["ipc namespace"] = "on" if _libc.unshare(CLONE_NEWIPC) == 0 else f"unavailable ({_err()})"
+        applied["shm"] = _private_shm()  # while root: before the uid and the capabilities go
     if uid is not None and os.geteuid() == 0 and level == "full":
         try:
             os.setgroups([])
@@ -81,13 +98,36 @@ def apply(writable: list[str], uid: int | None, level: str = "full") -> dict[str
     applied["no_new_privs"] = "on" if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else f"failed ({_err()})"
     if os.geteuid() == 0:
         applied["capabilities"] = _drop_capabilities(arch)
-    applied["landlock"] = _landlock(arch, writable)
+    applied["landlock"] = _landlock(arch, writable, readable, listable)
     judge = os.getppid()
     applied["seccomp"] = _seccomp(arch, judge, os.getpid())
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # after the uid change, which clears it
     if os.getppid() != judge:
         os._exit(1)  # the judge is already gone
     return applied
+
+
+def _private_shm() -> str:
+    """A mount namespace of its own (mounts made private, so nothing propagates back to the host)
+    with a fresh tmpfs on /dev/shm: nosuid, nodev, mode 1777, at most SHM_CAP_BYTES or a quarter of
+    RAM. What the worker puts there is invisible to every other process and freed when the last
+    process of the namespace ends. Runs as root, before seccomp (which then refuses unshare) and
+    before Landlock (whose /dev/shm rule must name the new mount)."""
+    if not os.path.isdir(SHARED_MEMORY):
+        return f"n/a (no {SHARED_MEMORY})"
+    if _libc.unshare(CLONE_NEWNS) != 0:
+        return f"unavailable (mount namespace: {_err()})"
+    if _libc.mount(None, b"/", None, ctypes.c_ulong(MS_REC | MS_PRIVATE), None) != 0:
+        return f"unavailable (private mounts: {_err()})"
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        ram = 4 * SHM_CAP_BYTES
+    size = max(64 << 20, min(SHM_CAP_BYTES, ram // 4))
+    options = f"mode=1777,size={size}".encode()
+    if _libc.mount(b"tmpfs", SHARED_MEMORY.encode(), b"tmpfs", ctypes.c_ulong(MS_NOSUID | MS_NODEV), options) != 0:
+        return f"unavailable (tmpfs on {SHARED_MEMORY}: {_err()})"
+    return f"on (private tmpfs of {size >> 20} MiB, gone with the worker)"
 
 
 def _drop_capabilities(arch: str) -> str:
@@ -104,19 +144,42 @@ def _drop_capabilities(arch: str) -> str:
 
 
 # Landlock write-type rights: write file, remove dir/file, make char/dir/reg/sock/fifo/block/sym,
-# then refer (ABI 2) and truncate (ABI 3). Reads, execution and device ioctls stay allowed.
+# then refer (ABI 2) and truncate (ABI 3). Read-type rights (ABI 1): execute, read file, read dir
+# (list), handled when the judge sends a read list. Device ioctls stay allowed.
 _LL_WRITE = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
+_LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_LL_READ = _LL_EXECUTE | _LL_READ_FILE | _LL_READ_DIR
 _LL_SCOPE_ABSTRACT_UNIX, _LL_SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 
-def _landlock(arch: str, writable: list[str]) -> str:
+def _add_rule(nr: dict, ruleset: int, path: str, rights: int) -> None:
+    """Grant rights beneath path (a folder) or on it (a file: only the file-type rights of rights);
+    a path that does not exist is skipped."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            rights &= _LL_EXECUTE | _LL_WRITE_FILE | _LL_READ_FILE | (1 << 14)  # what applies to a file
+        if rights:
+            rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd))
+            _libc.syscall(nr["landlock_add_rule"], ctypes.c_int(ruleset), ctypes.c_int(1), rule, ctypes.c_uint32(0))
+    finally:
+        os.close(fd)
+
+
+def _landlock(arch: str, writable: list[str], readable: list[str] | None = None, listable: list[str] = ()) -> str:
+    """Writes only below `writable` (device files there: written, never replaced); with a read
+    list, reads and execution only of `writable` and `readable`, and listing of `listable`."""
     if arch not in SYS:
         return f"unavailable (architecture {arch})"
     nr = SYS[arch]
     abi = _libc.syscall(nr["landlock_create_ruleset"], None, ctypes.c_size_t(0), ctypes.c_uint32(1))
     if abi < 1:
         return f"unavailable (kernel without Landlock: {_err()})"
-    access = _LL_WRITE | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0)
+    reads = _LL_READ if readable is not None else 0
+    access = _LL_WRITE | reads | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0)
     if abi >= 6:  # scoped: signals and abstract unix sockets stay inside this domain
         attr = ctypes.create_string_buffer(struct.pack("QQQ", access, 0, _LL_SCOPE_SIGNAL | _LL_SCOPE_ABSTRACT_UNIX))
         size = 24
@@ -127,21 +190,20 @@ def _landlock(arch: str, writable: list[str]) -> str:
     if ruleset < 0:
         return f"unavailable ({_err()})"
     try:
-        file_access = (1 << 1) | (1 << 14 if abi >= 3 else 0)  # write, truncate: what applies to a file
-        for path in writable:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            rights = access if os.path.isdir(path) else file_access  # a device file: written, not replaced
-            rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd))
-            _libc.syscall(nr["landlock_add_rule"], ctypes.c_int(ruleset), ctypes.c_int(1), rule, ctypes.c_uint32(0))
-            os.close(fd)
+        for path in writable:  # opened now: /dev/shm is the private tmpfs where _private_shm mounted one
+            _add_rule(nr, ruleset, path, access)  # a device file: written (and read), never replaced
+        for path in readable or ():
+            _add_rule(nr, ruleset, path, _LL_READ)
+        for path in listable if reads else ():
+            _add_rule(nr, ruleset, path, _LL_READ_DIR)
         if _libc.syscall(nr["landlock_restrict_self"], ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             return f"unavailable ({_err()})"
     finally:
         os.close(ruleset)
-    return "on" if abi >= 6 else f"on (ABI {abi}: without signal and socket scoping, which needs ABI 6)"
+    what = "reads and writes restricted" if reads else "writes restricted"
+    if abi < 6:
+        what += f"; ABI {abi}: without signal and socket scoping, which needs ABI 6"
+    return f"on ({what})"
 
 
 def _bpf(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
