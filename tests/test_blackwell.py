@@ -66,6 +66,17 @@ def test_our_submissions_are_only_explained_when_they_fail_for_the_architecture(
     assert blackwell.explain(source, "crashed: worker killed by SIGSEGV (segfault)", "9.0", "H100") is None
 
 
+def test_a_failure_of_its_own_keeps_its_words_with_a_note_on_what_cannot_run_here():
+    """A CuTe DSL tcgen05 file failing with a TypeError before it compiles: the TypeError stays the
+    reason, and the note says the file uses what this GPU lacks and emulation cannot stand in for;
+    a file whose Blackwell-only parts emulation covers gets no note (its failure is its own)."""
+    failure = "raised TypeError: Inputs are incorrect for type: cute.PtrType"
+    reason = blackwell.explain(TCGEN05_SOURCE, failure, "9.0", "NVIDIA H100 80GB HBM3")
+    assert reason.startswith(failure) and "tcgen05" in reason and "emulation cannot stand in" in reason, reason
+    assert blackwell.explain(CVT_SOURCE, failure, "9.0", "NVIDIA H100 80GB HBM3") is None
+    assert blackwell.explain(TCGEN05_SOURCE, failure, "10.0", "NVIDIA B200") is None
+
+
 def test_scaled_mm_submission_is_pointed_to_the_emulation():
     """The leaderboard's reference-style submission (torch._scaled_mm, no FP4 dtype named in the
     source) gets the one-line reason and the --emulate-blackwell way out."""

@@ -107,15 +107,21 @@ def find(source: str) -> Feature | None:
 
 
 def explain(source: str, failure: str, capability: str | None, gpu: str) -> str | None:
-    """The one-line reason, or None when this failure is not a missing-Blackwell one."""
-    if not capability or float(capability) >= 10.0 or not ARCH_FAILURE.search(failure or ""):
-        return None
-    if failure.startswith(RAN):
-        return None  # it ran: a wrong result is not an architecture problem
+    """The one-line reason, or None when this failure is not a missing-Blackwell one. A failure that
+    does not look like one (a CuTe DSL TypeError before anything compiles) keeps its own words, with a
+    note when the source uses what no GPU before sm_100 has and emulation cannot stand in for
+    (tcgen05, TMEM): a fact about the file, not a claim about this failure's cause."""
+    if not capability or float(capability) >= 10.0 or not failure or failure.startswith(RAN):
+        return None  # a kernel that ran and was wrong is not an architecture problem
     feature = find(source)
     if feature is None:
         return None
     arch = "sm_" + capability.replace(".", "")
+    if not ARCH_FAILURE.search(failure):
+        if feature.emulated:
+            return None
+        return (f"{failure.splitlines()[0][:200]} (the source uses {feature.what}, line {feature.line}, which needs "
+                f"{feature.needs}: this GPU is {arch}, and emulation cannot stand in for it; run it on a B200)")
     return (f"uses {feature.what} (line {feature.line}), which needs {feature.needs}; this GPU is {arch} ({gpu}): "
             "run it on a B200, or keep a path for this GPU (guard the sm_100 code with __CUDA_ARCH__ >= 1000, "
             "as submission/v5.py does)" + (", or add --emulate-blackwell to check its correctness here"
