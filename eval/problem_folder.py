@@ -85,6 +85,10 @@ class Timing:
     method: str  # "per-call" or "batched"
     batch: int
     evaluator: str  # task.yml's source of config.main, e.g. "../eval_better_bench.py"
+    # its own (max runs, max summed kernel ns) for the benchmark warm-up, each benchmark case, the
+    # leaderboard warm-up and each leaderboard case (pmpp_v2's eval.py: 100 runs; nvidia's: 200 and
+    # 1000); () where the file is not there to read (the judge's defaults, eval/judge/modes.py)
+    budgets: tuple = ()
 
 
 BATCHED_EVALUATOR = "eval_better_bench"  # the leaderboard's batched evaluators' file names start so
@@ -120,22 +124,45 @@ def staging(root: Path) -> Staging | None:
 def declared_timing(root: Path) -> Timing:
     """The timing the folder's task.yml names: `config.main` is the file the runner executes, and
     `files` says where it comes from. A batched evaluator's batch is its NUM_ITERATIONS_PER_BENCHMARK
-    when the file is there to read (a checkout), else 50. Anything else times per call."""
+    when the file is there to read (a checkout), else 50. Anything else times per call. The budgets
+    are the evaluator's own where the file is there to read (evaluator_budgets)."""
     import re
 
     staged = staging(root)
     if staged is None:
         return Timing("per-call", BATCH_DEFAULT, "?")
     source = staged.evaluator
-    if not Path(source).name.startswith(BATCHED_EVALUATOR):
-        return Timing("per-call", BATCH_DEFAULT, source)
-    batch = BATCH_DEFAULT
     try:
-        found = re.search(r"^NUM_ITERATIONS_PER_BENCHMARK\s*=\s*(\d+)", (root / source).read_text(), re.M)
-        batch = int(found[1]) if found else batch
-    except OSError:
-        pass
-    return Timing("batched", batch, source)
+        text = (root / source).read_text()
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    budgets = evaluator_budgets(text)
+    if not Path(source).name.startswith(BATCHED_EVALUATOR):
+        return Timing("per-call", BATCH_DEFAULT, source, budgets)
+    found = re.search(r"^NUM_ITERATIONS_PER_BENCHMARK\s*=\s*(\d+)", text, re.M)
+    return Timing("batched", int(found[1]) if found else BATCH_DEFAULT, source, budgets)
+
+
+def evaluator_budgets(source: str) -> tuple:
+    """((runs, ns) of the benchmark warm-up, of each benchmark case, of the leaderboard warm-up, of each
+    leaderboard case) from a leaderboard evaluator's calls run_single_benchmark(pool, CASE, RECHECK,
+    MAX_REPEATS, MAX_TIME_NS): two inside its run_benchmarking (warm-up, then each case, neither
+    rechecked) and two elsewhere, its leaderboard mode (warm-up, then each case, rechecked). () when
+    the source has not exactly those."""
+    import re
+
+    def in_run_benchmarking(at: int) -> bool:
+        names = re.findall(r"^def (\w+)", source[:at], re.M)
+        return bool(names) and names[-1] == "run_benchmarking"
+
+    calls = [(in_run_benchmarking(m.start()), m[1] == "True", int(m[2]), float(m[3])) for m in re.finditer(
+        r"run_single_benchmark\(\s*pool\s*,\s*[^,()]+,\s*(True|False)\s*,\s*(\d+)\s*,\s*([0-9.]+(?:[eE][+-]?\d+)?)\s*\)",
+        source)]
+    benchmark = [c for c in calls if c[0]]
+    leaderboard = [c for c in calls if not c[0]]
+    if [c[1] for c in benchmark] != [False, False] or [c[1] for c in leaderboard] != [False, True]:
+        return ()
+    return tuple((runs, ns) for _, _, runs, ns in benchmark + leaderboard)
 
 
 def import_file(name: str, path: Path) -> ModuleType:

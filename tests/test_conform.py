@@ -48,6 +48,40 @@ def test_timing_method_is_the_declared_evaluators():
     assert problem_folder.declared_timing(ROOT).method == "per-call"
 
 
+EVALUATOR_CALLS = """
+def run_benchmarking(logger, pool, tests):
+    run_single_benchmark(pool, tests[0], False, 100, 10e7)
+    for idx, test in enumerate(tests):
+        result = run_single_benchmark(pool, test, False, 100, 10e9)
+
+
+def main():
+    if mode == "leaderboard":
+        run_single_benchmark(pool, tests[0], False, 100, 1e7)
+        for i in range(len(tests)):
+            result = run_single_benchmark(pool, tests[i], True, 100, 30e9)
+"""
+
+
+def test_budgets_are_the_evaluators_own(monkeypatch):
+    """A per-call series whose eval.py stops at 100 runs is timed with at most 100, not nvidia's 200."""
+    from types import SimpleNamespace
+
+    from eval.judge import modes
+
+    budgets = ((100, 1e8), (100, 1e10), (100, 1e7), (100, 3e10))
+    assert problem_folder.evaluator_budgets(EVALUATOR_CALLS) == budgets
+    assert problem_folder.evaluator_budgets(EVALUATOR_CALLS.replace("True", "False")) == ()  # not the shape known
+    assert problem_folder.evaluator_budgets((CONVENTIONS / "eval.py").read_text()) == ()
+    assert problem_folder.declared_timing(ROOT).budgets == ()  # the repository's own problem: the defaults
+    timing = problem_folder.Timing("per-call", 50, "../eval.py", budgets)
+    monkeypatch.setattr(problem_folder, "current", lambda: SimpleNamespace(timing=timing))
+    assert modes.budgets(False) == {"warmup": (100, 1e8), "case": (100, 1e10)}
+    assert modes.budgets(True) == {"warmup": (100, 1e7), "case": (100, 3e10)}
+    timing = problem_folder.Timing("per-call", 50, "eval")
+    assert modes.budgets(False) == modes.BENCHMARK_BUDGET and modes.budgets(True) == modes.LEADERBOARD_BUDGET
+
+
 def test_list_keys_and_the_series_utils(monkeypatch):
     monkeypatch.delenv(problem_folder.DIR_ENV, raising=False)
     try:
