@@ -148,14 +148,16 @@ def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | No
             stderr = stop_judge(proc)
             error = f"the judge did not finish within {limit:.0f} s (killed)"
         record = json.loads(out.read_text()) if out.is_file() else None
-    if record is None and error is None:
+    infrastructure = record is None and error is None  # the judge itself failed (a full disk, a bug): not a verdict
+    if infrastructure:
         error = f"no record (judge exit {proc.returncode}): {last_error(stderr or '')}"
     passed = bool(record and record.get("passed"))
     reason = error or (record or {}).get("error") or next(
         (c.get("error") for c in (record or {}).get("cases", []) if c.get("status") != "pass"), None)
     return {"id": candidate.id, "sha256": candidate.sha256, "passed": passed, "reason": reason,
             "geomean_ns": (record or {}).get("geomean_ns"), "device": device,
-            "seconds": round(time.monotonic() - started, 2), "record": record}
+            "seconds": round(time.monotonic() - started, 2), "record": record,
+            **({"infrastructure": True} if infrastructure else {})}
 
 
 def stop_judge(proc: subprocess.Popen) -> str:
@@ -193,9 +195,24 @@ def append_line(jsonl: Path, line: dict) -> None:
         os.fsync(handle.fileno())
 
 
+def save(jsonl: Path, line: dict) -> dict:
+    """Append a judged line to jsonl, except one whose judge gave no record ("infrastructure": kept
+    out, so a resume judges it again); a write that fails (a full disk) marks the line so and lets
+    the caller go on. Returns the line."""
+    if not line.get("infrastructure"):
+        try:
+            append_line(jsonl, line)
+        except OSError as exc:
+            line["reason"] = f"{line.get('reason') or 'judged'}; not saved to {jsonl}: {exc}"
+            line["infrastructure"] = True
+    return line
+
+
 def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jobs: int | None = None,
         limit: float = 1800.0, progress=None) -> list[dict]:
-    """Judge every candidate not yet in jsonl; returns this run's lines (in finishing order)."""
+    """Judge every candidate not yet in jsonl; returns this run's lines (in finishing order). A line
+    whose judge gave no record (it died: a disk a neighbour filled, a harness bug) is returned with
+    "infrastructure": true and not written, so that a resume judges that candidate again."""
     from eval.judge import channel
 
     channel.make_judge_undumpable()  # its environ (POPCORN_SEED) and open files are no worker's to read
@@ -214,8 +231,7 @@ def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jo
                 return
             line = {**judge_one(candidate, mode, args, device, limit), "options": key, "mode": mode}
             with lock:
-                append_line(jsonl, line)
-                lines.append(line)
+                lines.append(save(jsonl, line))
                 if progress:
                     progress(line)
 

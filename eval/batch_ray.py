@@ -138,8 +138,7 @@ def _drive(ray, todo: collections.deque, mode, args, jsonl: Path, key: str, jobs
             running[ref] = Job(actor, candidate, time.monotonic())
 
     def finish(line: dict) -> None:
-        line = {**line, "options": key, "mode": mode}
-        batch.append_line(jsonl, line)
+        line = batch.save(jsonl, {**line, "options": key, "mode": mode})
         lines.append(line)
         if progress:
             progress(line)

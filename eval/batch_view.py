@@ -15,6 +15,8 @@ from eval.judge.text import one_line
 def line_text(line: dict) -> str:
     """One finished candidate, one line."""
     verdict = "pass" if line["passed"] else f"FAIL: {one_line(line['reason'] or '')[:120]}"
+    if line.get("infrastructure"):  # no verdict: the judge failed, a resume judges it again
+        verdict = f"NOT JUDGED (not saved, a resume retries it): {one_line(line['reason'] or '')[:120]}"
     where = line.get("device") or "cpu"
     host = f"{line['host']}:" if line.get("host") else ""
     return f"  {line['id']}: {verdict} ({line['seconds']:.0f} s, device {host}{where})"

@@ -36,3 +36,22 @@ def test_batch_judges_each_candidate_once_and_resumes(tmp_path):
     again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert len(out.read_text().splitlines()) == 4, "a rerun judged again what was judged"
     assert "1 of 4 passed" in again.stdout
+
+
+def test_a_judge_that_leaves_no_record_is_not_a_verdict(tmp_path):
+    """A judge that dies (a neighbour filled the disk, red team round 4's disk_fill_neighbour) gives a
+    line marked infrastructure that is not written, so a resume judges the candidate again; a write
+    that fails marks the line instead of killing the slot."""
+    from eval import batch
+
+    jsonl = tmp_path / "v.jsonl"
+    line = {"id": "x", "sha256": "s", "passed": False, "reason": "no record (judge exit 1): OSError: [Errno 28]",
+            "infrastructure": True, "options": "k"}
+    assert batch.save(jsonl, dict(line))["infrastructure"] and not jsonl.exists()
+    assert batch.pending([batch.Candidate("x", tmp_path / "x.py", "s")], "k", jsonl)
+    judged = {**line, "reason": "mismatch", "infrastructure": False}
+    batch.save(jsonl, judged)
+    assert not batch.pending([batch.Candidate("x", tmp_path / "x.py", "s")], "k", jsonl)
+    (tmp_path / "a-file").write_text("")  # its "folder" is a file: the write fails, even as root
+    unsaved = batch.save(tmp_path / "a-file" / "v.jsonl", {**line, "infrastructure": False})
+    assert unsaved["infrastructure"] and "not saved" in unsaved["reason"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import fcntl
+import functools
 import glob
 import hashlib
 import hmac
@@ -195,7 +196,23 @@ def _worker_env(private: Private, gpu: bool) -> dict:
         env["EVAL_GPU_ARCH"] = f"{arch[0]}{arch[1]}"
     if not gpu:
         env["CUDA_VISIBLE_DEVICES"] = ""  # a build-only worker: compilers, no GPU
+    _staged_headers(env)
     return env
+
+
+STAGED_INCLUDES = (".cutlass/include", ".cutlass/tools/util/include")  # .ci/stage-cutlass.sh's CUTLASS
+
+
+def _staged_headers(env: dict) -> None:
+    """CUTLASS's headers, where .ci/stage-cutlass.sh staged them, on every build's include path as the
+    contest's B200 image had them: CPLUS_INCLUDE_PATH (g++ reads it, and nvcc's front end, which
+    preprocesses with g++: with or without the emulation's nvcc stand-in) and CUTLASS_PATH unless the
+    judge's environment names one (files write -I$CUTLASS_PATH/include). Nothing staged, nothing set."""
+    found = [str(ROOT / name) for name in STAGED_INCLUDES if (ROOT / name).is_dir()]
+    if not found:
+        return
+    env["CPLUS_INCLUDE_PATH"] = os.pathsep.join(filter(None, (env.get("CPLUS_INCLUDE_PATH"), *found)))
+    env.setdefault("CUTLASS_PATH", str(ROOT / ".cutlass"))
 
 
 def _own_tree(path: Path, uid: int | None) -> None:
@@ -592,17 +609,34 @@ def _processes():
 def _compiling(session: int) -> bool:
     """A compiler, linker or build tool runs in the worker's session (ninja puts each job in a
     process group of its own; the session stays the worker's: setsid is refused). Judged by the
-    program the process runs (/proc/<pid>/exe), not by the name it gives itself (PR_SET_NAME)."""
+    program the process runs (/proc/<pid>/exe), not by the name it gives itself (PR_SET_NAME), and
+    only a program installed where the worker cannot write (_tool_folders): a copy of /bin/sleep
+    named cc1plus in its own folders buys no build time."""
     for pid, comm, sid, _ in _processes():
         if sid != session or comm not in COMPILERS:
             continue
         try:
-            program = Path(os.readlink(f"/proc/{pid}/exe")).name  # e.g. x86_64-linux-gnu-g++-12, cc1plus
+            exe = os.path.realpath(os.readlink(f"/proc/{pid}/exe"))
         except OSError:
+            continue
+        program = Path(exe).name  # e.g. x86_64-linux-gnu-g++-12, cc1plus
+        if not any(_beneath(exe, folder) for folder in _tool_folders()):
             continue
         if program in COMPILERS or any(name in program for name in COMPILERS if len(name) > 2):
             return True
     return False
+
+
+@functools.lru_cache(maxsize=1)
+def _tool_folders() -> tuple[str, ...]:
+    """Where a real compiler lives: the system's program and library folders, the CUDA toolkit and
+    the build tools' folders (_toolkit_paths), the Python installation (Triton's bundled ptxas);
+    never the cache root, where workers' private folders are."""
+    folders = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/opt", *_toolkit_paths(),
+               sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), *sys.path]
+    cache = os.path.realpath(str(build.cache_root()))
+    found = [os.path.realpath(f) for f in folders if f and os.path.isabs(f) and os.path.isdir(f)]
+    return tuple(f for f in dict.fromkeys(found) if f != "/" and not _beneath(cache, f))
 
 
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
@@ -623,9 +657,13 @@ def _device_paths() -> list[str]:
 # namespace's /dev/ng*) or a terminal; of /dev it reads what it may write (_device_paths) and these
 SYSTEM_FOLDERS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys",
                   "/run", "/snap", "/nix", "/dev/nvidia-caps", "/dev/dri")
-HARNESS_FOLDERS = ("eval", "submission", ".device", ".whl")  # of the repository: its code and its own submissions
+HARNESS_FOLDERS = ("eval", "submission", ".device", ".whl", ".cutlass")  # of the repository: its code, its own
+# submissions, what the GPU machine lacks (.cutlass: CUTLASS's headers, see _staged_headers)
 TOOLS = ("nvcc", "ptxas", "ninja", "c++", "g++", "gcc", "cc")  # what builds run: their folders are readable
 TOOLKITS = ("nvcc", "ptxas")  # <toolkit>/bin/nvcc: the toolkit around it is readable too
+# in /etc, what root may read and a worker that keeps root must not: password hashes, keys, sudo rules
+SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh", "/etc/ssl/private",
+                "/etc/sudoers", "/etc/sudoers.d", "/etc/security/opasswd")
 PROBLEM_FILES = ("task.yml", "task.py", "reference.py", "problem.py", "shapes.yaml")
 READ_ENV = "EVAL_WORKER_READ"  # more paths a worker may read (os.pathsep-separated), for unusual layouts
 
@@ -636,8 +674,8 @@ def _readable_paths(submission: Path | None, native_path: Path) -> tuple[list[st
     repository's results/ and tests/, another worker's folders or shared memory).
     Readable: the system folders (not /dev), the Python installation (prefixes, the interpreter's
     folder, every sys.path entry of the judge's but its working folder), the CUDA toolkit and the
-    build tools' folders, LD_LIBRARY_PATH, the harness (eval/, submission/, .device/, .whl/ of the
-    repository), the judge's PYTHONPATH entries, the problem's files (_problem_files), the
+    build tools' folders, LD_LIBRARY_PATH, the harness (eval/, submission/, .device/, .whl/, .cutlass/
+    of the repository), the judge's PYTHONPATH entries, the problem's files (_problem_files), the
     submission file (just the file), the compiled part, and EVAL_WORKER_READ (as given).
     Listable only: the problem folder (Python's import lists a sys.path folder to find task and
     reference in it; with Landlock a listing right holds beneath, so its subfolders' names are seen,
@@ -711,9 +749,9 @@ def _around(path: str, own: list[str]) -> list[str]:
     the host's /dev/shm: the repository's root, or a path inside it that is not inside one of
     `own`, gives none; a folder above the repository or /dev/shm gives its folders and regular files
     that do not lead there, recursively (not its links: a link's target is readable where its own
-    path is; nor device files)."""
+    path is; nor device files). SECRET_FILES are left out the same way."""
     real = os.path.realpath(path)
-    hidden = [str(ROOT), os.path.realpath(SHARED_MEMORY)]
+    hidden = [str(ROOT), os.path.realpath(SHARED_MEMORY), *SECRET_FILES]
     if not os.path.exists(real):
         return []
     if any(_beneath(real, folder) for folder in hidden):

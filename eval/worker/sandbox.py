@@ -10,6 +10,11 @@ nothing, the judge's last resort when CUDA does not work inside the sandbox):
   shm            as root: a mount namespace of its own with a private tmpfs on /dev/shm (size capped),
                  so the POSIX shared memory and semaphores it makes are its own and vanish with its last
                  process (a worker that keeps root could otherwise leave files there for later runs)
+  proc           as root, in that namespace: /proc mounted again with hidepid, so no other process's
+                 command line or environ is seen (other judges' candidates and options)
+  network        as root: a network namespace of its own (nothing but a down loopback: no TCP to another
+                 worker, a Ray head or any service); without root, Landlock ABI 4+ refuses TCP bind and
+                 connect instead
   landlock       writes only below the given folders (scratch, cache, /dev/shm) and to the given
                  device files (GPU, null, zero...: written, never renamed or replaced); reads (and
                  execution) only of what the judge lists (eval/judge/channel.py _readable_paths: system
@@ -58,9 +63,10 @@ SIGNALS = {"x86_64": {"kill": 62, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgs
            "aarch64": {"kill": 129, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240}}
 PR_SET_PDEATHSIG = 1
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
-CLONE_NEWIPC, CLONE_NEWNS = 0x08000000, 0x00020000
+CLONE_NEWIPC, CLONE_NEWNS, CLONE_NEWNET = 0x08000000, 0x00020000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
 SHARED_MEMORY = "/dev/shm"
+PROC_GID = 999_999_999  # nobody's group (workers' own uids and gids start at 1e9)
 SHM_CAP_BYTES = 1 << 30  # the private /dev/shm holds at most this, or a quarter of RAM where that is less
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -84,6 +90,9 @@ def apply(writable: list[str], uid: int | None, level: str = "full", readable: l
     if os.geteuid() == 0:  # System V IPC and POSIX message queues of its own, gone with it
         applied["ipc namespace"] = "on" if _libc.unshare(CLONE_NEWIPC) == 0 else f"unavailable ({_err()})"
         applied["shm"] = _private_shm()  # while root: before the uid and the capabilities go
+        applied["proc"] = _private_proc() if applied["shm"].startswith("on") else "n/a (no mount namespace)"
+        applied["network"] = ("on (a network namespace of its own: no interface but a down loopback)"
+                              if _libc.unshare(CLONE_NEWNET) == 0 else f"unavailable ({_err()})")
     if uid is not None and os.geteuid() == 0 and level == "full":
         try:
             os.setgroups([])
@@ -130,6 +139,18 @@ def _private_shm() -> str:
     return f"on (private tmpfs of {size >> 20} MiB, gone with the worker)"
 
 
+def _private_proc() -> str:
+    """In the worker's mount namespace (_private_shm made it): /proc mounted again with
+    hidepid=invisible, so once its uid is dropped (or its capabilities, for one that keeps root) it
+    sees no other process's folder: no command line of another judge or candidate, no environ.
+    /proc/self and the system's own files (/proc/driver/nvidia, cpuinfo) stay."""
+    # gid=: the group exempt from hidepid is root's by default, and a worker that keeps root is in it
+    for options in (f"hidepid=invisible,gid={PROC_GID}", f"hidepid=2,gid={PROC_GID}"):
+        if _libc.mount(b"proc", b"/proc", b"proc", ctypes.c_ulong(MS_NOSUID | MS_NODEV | 0x8), options.encode()) == 0:
+            return f"on ({options.split(',')[0]}: other processes unseen)"
+    return f"unavailable ({_err()})"
+
+
 def _drop_capabilities(arch: str) -> str:
     if arch not in SYS:
         return f"unavailable (architecture {arch})"
@@ -150,6 +171,7 @@ _LL_WRITE = sum(1 << bit for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
 _LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 _LL_READ = _LL_EXECUTE | _LL_READ_FILE | _LL_READ_DIR
 _LL_SCOPE_ABSTRACT_UNIX, _LL_SCOPE_SIGNAL = 1 << 0, 1 << 1
+_LL_NET_BIND_TCP, _LL_NET_CONNECT_TCP = 1 << 0, 1 << 1
 
 
 def _add_rule(nr: dict, ruleset: int, path: str, rights: int) -> None:
@@ -180,9 +202,13 @@ def _landlock(arch: str, writable: list[str], readable: list[str] | None = None,
         return f"unavailable (kernel without Landlock: {_err()})"
     reads = _LL_READ if readable is not None else 0
     access = _LL_WRITE | reads | (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0)
+    net = _LL_NET_BIND_TCP | _LL_NET_CONNECT_TCP if abi >= 4 else 0  # handled, no rule: no TCP at all
     if abi >= 6:  # scoped: signals and abstract unix sockets stay inside this domain
-        attr = ctypes.create_string_buffer(struct.pack("QQQ", access, 0, _LL_SCOPE_SIGNAL | _LL_SCOPE_ABSTRACT_UNIX))
+        attr = ctypes.create_string_buffer(struct.pack("QQQ", access, net, _LL_SCOPE_SIGNAL | _LL_SCOPE_ABSTRACT_UNIX))
         size = 24
+    elif abi >= 4:
+        attr = ctypes.create_string_buffer(struct.pack("QQ", access, net))
+        size = 16
     else:
         attr = ctypes.create_string_buffer(struct.pack("Q", access))
         size = 8
@@ -201,6 +227,7 @@ def _landlock(arch: str, writable: list[str], readable: list[str] | None = None,
     finally:
         os.close(ruleset)
     what = "reads and writes restricted" if reads else "writes restricted"
+    what += "; no TCP" if net else ""
     if abi < 6:
         what += f"; ABI {abi}: without signal and socket scoping, which needs ABI 6"
     return f"on ({what})"
@@ -215,7 +242,10 @@ def _seccomp(arch: str, judge_pid: int, own_pid: int) -> str:
         return f"unavailable (architecture {arch})"
     ld_abs, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06  # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JSET|K, RET|K
     allow, deny = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
-    prog = [_bpf(ld_abs, 4), _bpf(jeq, AUDIT_ARCH[arch], 1, 0), _bpf(ret, deny), _bpf(ld_abs, 0)]
+    jge = 0x35  # BPF_JMP|JGE|K
+    # x86_64's x32 numbers (bit 30 set) reach the same system calls under other numbers: all refused
+    prog = [_bpf(ld_abs, 4), _bpf(jeq, AUDIT_ARCH[arch], 1, 0), _bpf(ret, deny), _bpf(ld_abs, 0),
+            _bpf(jge, 0x40000000, 0, 1), _bpf(ret, deny)]
     for number in DENIED[arch].values():
         prog += [_bpf(jeq, number, 0, 1), _bpf(ret, deny)]
     clone, clone3 = CLONE[arch]
