@@ -930,6 +930,7 @@ def test_load_inline_under_emulation_raises_with_the_reason_first(tmp_path, monk
 
     monkeypatch.setattr(cpp_extension, "load_inline", failing)
     monkeypatch.setattr(cpp_extension, "load", failing)
+    monkeypatch.setattr(cpp_extension, "_run_ninja_build", cpp_extension._run_ninja_build)  # restored after
     monkeypatch.setenv("EVAL_GPU_ARCH", "90")
     monkeypatch.setattr(emulation, "_wrap_triton_cubin", lambda arch: None)
     emulation._install_build_reasons()
@@ -941,6 +942,159 @@ def test_load_inline_under_emulation_raises_with_the_reason_first(tmp_path, monk
     first, *rest = str(raised.value).splitlines()
     assert first.startswith("build of 't' failed in ptxas for sm_90a after the Blackwell rewrite") and "(line 7)" in first
     assert "FAILED: k.cuda.o" in "\n".join(rest)
+
+
+# ninja as torch's _run_ninja_build runs it (`ninja -v -j N` in the build folder; `ninja --version`
+# first): it fails as g++ does on a CUTLASS header that is not installed
+FAKE_NINJA = """#!/bin/sh
+[ "$1" = "--version" ] && { echo 1.11.1; exit 0; }
+echo "[1/2] c++ -MMD -MF main.o.d -fPIC -std=c++17 -c main.cpp -o main.o"
+echo "FAILED: main.o"
+echo "main.cpp:3:10: fatal error: cutlass/numeric_types.h: No such file or directory"
+echo "    3 | #include <cutlass/numeric_types.h>"
+echo "compilation terminated."
+echo "ninja: build stopped: subcommand failed."
+exit 1
+"""
+CUTLASS_SUBMISSION = '''from torch.utils.cpp_extension import load_inline
+SRC = r"""
+#include <cutlass/numeric_types.h>
+int one() { return 1; }
+"""
+mod = load_inline("cutlass_VERBOSE", cpp_sources=SRC, verbose=VERBOSE)
+'''
+
+
+@pytest.mark.parametrize("verbose", [True, False])
+def test_a_verbose_build_failing_under_emulation_still_names_what_failed(verbose, tmp_path, monkeypatch, capfd):
+    """Contest files pass verbose=True, and torch then prints ninja's output and raises the bare
+    "Error building extension 'x'": nothing for build_failure to read. torch's own load_inline (C++
+    only; ninja fails as on a missing CUTLASS header) under the emulation's wrappers: in both modes the
+    first line names the header, its line in the submission and .ci/stage-cutlass.sh, the log follows
+    as torch words it without verbose; with verbose the log is still printed, without it is not."""
+    import os
+    import stat
+
+    from torch.utils import cpp_extension
+
+    from eval.worker import emulation
+
+    ninja = tmp_path / "bin" / "ninja"
+    ninja.parent.mkdir()
+    ninja.write_text(FAKE_NINJA)
+    ninja.chmod(ninja.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{ninja.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    monkeypatch.setenv("MAX_JOBS", "2")
+    monkeypatch.setenv("EVAL_GPU_ARCH", "90")
+    for attr in ("load_inline", "load", "_run_ninja_build"):  # restored after the test
+        monkeypatch.setattr(cpp_extension, attr, getattr(cpp_extension, attr))
+    monkeypatch.setattr(emulation, "_wrap_triton_cubin", lambda arch: None)
+    emulation._install_build_reasons()
+    emulation._install_build_reasons()  # twice: wrapped once
+
+    source = CUTLASS_SUBMISSION.replace("VERBOSE", str(verbose))  # a name of its own: torch versions names
+    path = tmp_path / "sub.py"
+    path.write_text(source)
+    capfd.readouterr()
+    with pytest.raises(RuntimeError) as raised:
+        exec(compile(source, str(path), "exec"), {"__name__": "submission", "__file__": str(path)})
+    printed = capfd.readouterr().out
+    first, second, *rest = str(raised.value).splitlines()
+    assert first.startswith(f"build of 'cutlass_{verbose}' failed (nvcc, emulated for sm_90a): it includes "
+                            "cutlass/numeric_types.h (line 3), which is not installed here"), first
+    assert ".ci/stage-cutlass.sh" in first
+    assert second == (f"Error building extension 'cutlass_{verbose}': [1/2] c++ -MMD -MF main.o.d -fPIC -std=c++17 "
+                      "-c main.cpp -o main.o")
+    assert "FAILED: main.o" in rest and rest[-1] == "ninja: build stopped: subcommand failed."
+    assert ("main.cpp:3:10: fatal error: cutlass/numeric_types.h" in printed) == verbose, printed
+
+
+def test_a_missing_cutlass_header_says_how_to_stage_it(tmp_path):
+    """build_failure's hint: stage CUTLASS's headers, or, staged already, another version; a header
+    that is not CUTLASS's gets none."""
+    from eval.worker import emulation
+
+    assert ".ci/stage-cutlass.sh (stages them in .cutlass/" in emulation._stage_cutlass(str(tmp_path))
+    (tmp_path / ".cutlass" / "include" / "cutlass").mkdir(parents=True)
+    (tmp_path / ".cutlass" / "VERSION").write_text("v4.3.5 4faf1a1568cf1e4ad8ff71846a13e16f2a6a6f6b\n")
+    assert emulation._stage_cutlass(str(tmp_path)).startswith("; CUTLASS v4.3.5 is staged in .cutlass/ without it: "
+                                                              "CUTLASS_VERSION=<tag> .ci/stage-cutlass.sh")
+    for header, hint in (("cute/arch/mma_sm100.hpp", True), ("/usr/local/cutlass/include/cutlass/cutlass.h", True),
+                         ("thrust/device_vector.h", False), ("mycutlass/x.h", False)):
+        output = f"k.cu:2:10: fatal error: {header}: No such file or directory\n"
+        reason = emulation.build_failure(output, None, "'k'", "90a")
+        assert reason.startswith(f"build of 'k' failed (nvcc, emulated for sm_90a): it includes {header}, which is not")
+        assert ("stage-cutlass.sh" in reason) == hint, reason
+
+
+def test_staged_cutlass_is_on_every_workers_include_path(tmp_path, monkeypatch):
+    """channel._staged_headers: .ci/stage-cutlass.sh's folders on CPLUS_INCLUDE_PATH (after any given)
+    and CUTLASS_PATH unless the judge's environment names one; nothing staged, nothing set. The worker
+    may read .cutlass (HARNESS_FOLDERS). nvcc honours CPLUS_INCLUDE_PATH, plain and through the stand-in
+    (its front end preprocesses with g++), where it otherwise fails naming the header."""
+    import shutil
+
+    from eval.judge import channel
+    from eval.worker import emulation
+
+    assert ".cutlass" in channel.HARNESS_FOLDERS
+    monkeypatch.setattr(channel, "ROOT", tmp_path)
+    env = {}
+    channel._staged_headers(env)
+    assert env == {}
+    include = tmp_path / ".cutlass" / "include"
+    util = tmp_path / ".cutlass" / "tools" / "util" / "include"
+    (include / "cutlass").mkdir(parents=True)
+    util.mkdir(parents=True)
+    env = {"CPLUS_INCLUDE_PATH": "/given"}
+    channel._staged_headers(env)
+    assert env == {"CPLUS_INCLUDE_PATH": f"/given:{include}:{util}", "CUTLASS_PATH": str(tmp_path / ".cutlass")}
+    env = {"CUTLASS_PATH": "/opt/cutlass"}
+    channel._staged_headers(env)
+    assert env == {"CPLUS_INCLUDE_PATH": f"{include}:{util}", "CUTLASS_PATH": "/opt/cutlass"}
+
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc (CUDA toolkit) not installed")
+    (include / "cutlass" / "numeric_types.h").write_text("namespace cutlass { struct float_e2m1_t { unsigned char x; }; }\n")
+    (tmp_path / "k.cu").write_text('#include <cutlass/numeric_types.h>\n__global__ void k(cutlass::float_e2m1_t* x) {\n'
+                                   '  asm volatile("{ .reg .b8 q; .reg .b32 h; mov.b16 {q, _}, 0; cvt.rn.f16x2.e2m1x2 h, q; }");\n'
+                                   '  x->x = 1; }\n')
+    monkeypatch.delenv("CPLUS_INCLUDE_PATH", raising=False)
+    missing = nvcc_build(tmp_path, "-arch=sm_100a", emulate=True)
+    assert missing.returncode != 0
+    assert "stage-cutlass.sh" in emulation.build_failure(missing.stderr, None, "'k'", "90a")
+    monkeypatch.setenv("CPLUS_INCLUDE_PATH", env["CPLUS_INCLUDE_PATH"])
+    for emulate in (False, True):
+        built = nvcc_build(tmp_path, "-gencode=arch=compute_100a,code=sm_100a", emulate=emulate)
+        assert built.returncode == 0, built.stderr[-1500:]
+
+
+def test_the_cutlass_submission_builds_for_hopper_only_through_the_stand_in_with_staged_headers(tmp_path, monkeypatch):
+    """tests/blackwell/cutlass_headers_fp4_cvt.py's device code (CUTLASS numeric types and converter,
+    a CuTe tensor, the FP4 cvt), with the staged CUTLASS on the include path as a worker has it: plain
+    nvcc builds it for sm_100a and refuses sm_90a (the cvt), the stand-in builds it for sm_90a."""
+    import shutil
+
+    from eval.judge import channel
+    from tests.conftest import ROOT
+
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc (CUDA toolkit) not installed")
+    if not (ROOT / ".cutlass" / "include" / "cute" / "tensor.hpp").is_file():
+        pytest.skip("CUTLASS's headers not staged (.ci/stage-cutlass.sh)")
+    env = {}
+    channel._staged_headers(env)
+    monkeypatch.setenv("CPLUS_INCLUDE_PATH", env["CPLUS_INCLUDE_PATH"])
+    source = (ROOT / "tests" / "blackwell" / "cutlass_headers_fp4_cvt.py").read_text()
+    (tmp_path / "k.cu").write_text(re.search(r'KERNELS = r"""(.*?)"""', source, re.S).group(1))
+    torch_flags = ("-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
+                   "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-O3", "-std=c++17", "--expt-relaxed-constexpr")
+    assert nvcc_build(tmp_path, *torch_flags, "-gencode=arch=compute_100a,code=sm_100a").returncode == 0
+    plain = nvcc_build(tmp_path, *torch_flags, HOPPER)
+    assert plain.returncode != 0 and "e2m1x2" in plain.stderr
+    emulated = nvcc_build(tmp_path, *torch_flags, "-gencode=arch=compute_100a,code=sm_100a", emulate=True)
+    assert emulated.returncode == 0, emulated.stderr[-2000:]
 
 
 def test_scaled_mm_takes_permuted_scale_views_and_a_strided_out():

@@ -60,8 +60,10 @@ def key(submission: Path, emulate: bool) -> str:
     here = Path(__file__).resolve().parents[2]
     for name in HARNESS_FILES:
         digest.update((here / name).read_bytes())
+    staged = here / ".cutlass" / "VERSION"  # the CUTLASS headers builds see (channel._staged_headers)
     digest.update(repr((emulate, gpu_arch(), torch.__version__, torch.version.cuda, platform.python_version(),
-                        os.environ.get("TORCH_CUDA_ARCH_LIST"))).encode())
+                        os.environ.get("TORCH_CUDA_ARCH_LIST"), os.environ.get("CUTLASS_PATH"),
+                        staged.read_text() if staged.is_file() else None)).encode())
     return digest.hexdigest()[:32]
 
 

@@ -16,7 +16,10 @@ instructions builds. Both kinds of build go to their own cache folders, so a lat
 flag never loads one. A build that still fails (an instruction no rewrite stands in for, such as
 tcgen05; a header the contest's machine had and this one lacks) raises with one first line naming
 the stage (nvcc front end, ptxas, link), what it refused and its line in the submission
-(build_failure), the compiler's log on the lines after it.
+(build_failure), the compiler's log on the lines after it; a verbose=True build's log too (torch
+prints it instead: it is kept, then printed). A missing CUTLASS header names .ci/stage-cutlass.sh,
+which stages CUTLASS's headers in .cutlass/ (every worker has them on its include path, with or
+without the flag).
 """
 from __future__ import annotations
 
@@ -163,6 +166,7 @@ FRONT_END = re.compile(r"(?P<file>[^\s:()]+\.(?:cu|cuh|cpp|h|hpp))\((?P<line>\d+
 MISSING = re.compile(r"fatal error: (?P<header>[^\s:]+): No such file or directory")
 LINK = re.compile(r"(?:/usr/bin/ld|ld(?:\.\w+)?): cannot find (?P<lib>-l\S+|\S+)")
 NVCC_FATAL = re.compile(r"nvcc fatal\s*:\s*(?P<what>[^\n]+)")
+CUTLASS_HEADER = re.compile(r"(?:^|/)(?:cutlass|cute)/")  # NVIDIA CUTLASS's C++ headers (CuTe's among them)
 
 
 def _line_of(needle: str, source: str | None) -> int | None:
@@ -180,6 +184,23 @@ def _at(line: int | None) -> str:
     return f" (line {line})" if line else ""
 
 
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _stage_cutlass(root: str = REPOSITORY) -> str:
+    """How to get CUTLASS's headers here: .ci/stage-cutlass.sh stages them in the repository's .cutlass/,
+    which the judge puts on every worker's include path; if they are staged, the header is not in
+    that version."""
+    try:
+        with open(os.path.join(root, ".cutlass", "VERSION"), encoding="utf-8") as f:
+            staged = f.read().split()[0]
+    except (OSError, IndexError):
+        staged = None
+    if staged and os.path.isdir(os.path.join(root, ".cutlass", "include", "cutlass")):
+        return f"; CUTLASS {staged} is staged in .cutlass/ without it: CUTLASS_VERSION=<tag> .ci/stage-cutlass.sh stages another"
+    return "; CUTLASS's headers: run .ci/stage-cutlass.sh (stages them in .cutlass/, on every worker's include path)"
+
+
 def build_failure(output: str, source: str | None, name: str = "the extension", arch: str | None = None) -> str | None:
     """One line for a failed build of CUDA source under --emulate-blackwell, from the build's output
     (ninja's log: nvcc, ptxas, the linker): the stage that failed, what it refused, and where in the
@@ -189,7 +210,8 @@ def build_failure(output: str, source: str | None, name: str = "the extension", 
     if missing:
         header = missing.group("header")
         return (f"build of {name} failed (nvcc, emulated for {target}): it includes {header}{_at(_line_of(header, source))}, "
-                "which is not installed here (a header of the contest's environment, not a Blackwell instruction)")
+                "which is not installed here (a header of the contest's environment, not a Blackwell instruction)"
+                + (_stage_cutlass() if CUTLASS_HEADER.search(header) else ""))
     ptxas = PTXAS_ERROR.search(output)
     if ptxas:
         what = ptxas.group("what").strip()
@@ -239,6 +261,7 @@ def _install_build_reasons() -> None:
     from torch.utils import cpp_extension
 
     arch = _gpu_arch()
+    _keep_verbose_build_output(cpp_extension)
     for attr in ("load_inline", "load"):
         original = getattr(cpp_extension, attr)
         if getattr(original, "_emulation_reasons", False):
@@ -257,6 +280,57 @@ def _install_build_reasons() -> None:
         wrapped._emulation_reasons = True
         setattr(cpp_extension, attr, wrapped)
     _wrap_triton_cubin(arch)
+
+
+def _keep_verbose_build_output(cpp_extension) -> None:
+    """With verbose=True (as contest files call load_inline), torch's _run_ninja_build sends ninja's
+    output to stdout and raises the bare "Error building extension 'x'", leaving build_failure
+    nothing to read. Wrapped: a verbose build's output goes to a file while ninja runs, then to
+    stdout as verbose asked (once the build has ended), and a failure raises as torch does without
+    verbose, "Error building extension 'x': <output>". Builds without verbose are torch's own."""
+    original = getattr(cpp_extension, "_run_ninja_build", None)
+    if original is None or getattr(original, "_emulation_reasons", False):
+        return
+
+    def _run_ninja_build(build_directory, verbose, error_prefix, *args, **kwargs):
+        if not verbose:
+            return original(build_directory, verbose, error_prefix, *args, **kwargs)
+        import sys
+        import tempfile
+
+        output = b""
+        try:
+            with tempfile.TemporaryFile() as log:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                saved = os.dup(1)
+                os.dup2(log.fileno(), 1)
+                try:
+                    return original(build_directory, verbose, error_prefix, *args, **kwargs)
+                finally:
+                    sys.stdout.flush()
+                    os.dup2(saved, 1)
+                    os.close(saved)
+                    log.seek(0)
+                    output = log.read()
+                    try:
+                        _write_all(1, output)  # what verbose shows
+                    except OSError:
+                        pass
+        except RuntimeError as exc:
+            text = output.decode(errors="replace")
+            if text.strip() and str(exc) == error_prefix:
+                raise RuntimeError(f"{error_prefix}: {text}") from exc.__cause__
+            raise
+
+    _run_ninja_build._emulation_reasons = True
+    cpp_extension._run_ninja_build = _run_ninja_build
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _wrap_triton_cubin(arch: str) -> None:
