@@ -45,10 +45,12 @@ def traces():
 
 
 @pytest.mark.parametrize("name", sorted(MANIFEST))
-def test_adversarial_submission(name, tmp_path, capfd):
+def test_adversarial_submission(name, tmp_path, capfd, monkeypatch):
     entry = MANIFEST[name]
     if entry.get("gpu_only") and not HAS_CUDA:
         pytest.skip("needs a CUDA GPU")
+    for key, value in entry.get("env", {}).items():  # e.g. a small disk quota, so the attack is cheap
+        monkeypatch.setenv(key, str(value))
     before = traces()
     record = run(name, entry.get("mode", "test"), tmp_path)
     out, err = capfd.readouterr()

@@ -42,6 +42,9 @@ CUTE_SOURCE = "import cutlass.cute as cute\nmma = cute.nvgpu.tcgen05.MmaMXF4NVF4
     (SCALED_MM_SOURCE, "raised RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling cublasLtMatmul",
      "_scaled_mm", 6),
     (CUTE_SOURCE, "raised CompilerDiagnosticError: error: NVVM backend compilation failed", "CuTe DSL", 2),
+    # built for sm_100a only, then the file's own check of a CUDA call: no image for this GPU
+    (CVT_SOURCE, "raised RuntimeError: cudaFuncGetAttributes failed", "e2m1x2", 6),
+    (CVT_SOURCE, "raised RuntimeError: CUDA error: invalid device function", "e2m1x2", 6),
 ])
 def test_blackwell_feature_named_with_the_way_out(source, failure, what, line):
     reason = blackwell.explain(source, failure, "9.0", "NVIDIA H100 80GB HBM3")

@@ -45,7 +45,10 @@ EMULATED = {"torch._scaled_mm on FP4 operands", "the FP4 conversion cvt.*.e2m1x2
 ARCH_FAILURE = re.compile(
     r"no kernel image|CUBLAS_STATUS_NOT_SUPPORTED|NVVM|CompilerDiagnosticError|Error building extension|"
     r"not supported on \.target|requires \.target|ptxas|illegal instruction|Unsupported gpu architecture|"
-    r"unsupported|cvt|e2m1|sm_10", re.I)
+    r"unsupported|cvt|e2m1|sm_10|"
+    # a CUDA call that fails where a kernel has no image for this GPU (the file's own wording of it)
+    r"invalid device function|device kernel image is invalid|cuda(?:FuncGetAttributes|FuncSetAttribute|"
+    r"OccupancyMaxActiveBlocksPerMultiprocessor|LaunchKernel(?:Ex)?)\b|cuLaunchKernel|cuModuleGetFunction", re.I)
 
 
 # failures of a kernel that ran: wrong results are not an architecture problem

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from eval import problem_folder
 from eval.cases import ROOT
-from eval.judge import build_cache, text, worker_log
+from eval.judge import build_cache, disk_quota, text, worker_log
 from eval.worker import build
 
 DEFAULT_LOAD_TIMEOUT_S = 900.0  # the build limit: an import may take this long while compilers run under it
@@ -242,6 +242,8 @@ class WorkerProcess:
         self.load_info: dict = {}  # the ready reply (informational: sent after the submission ran)
         self.import_s: float | None = None  # the last import's wall time, builds included
         self.build_key: str | None = None
+        self.disk: disk_quota.DiskWatch | None = None  # the quota's watch, from start to close
+        self.disk_layer = ""
         self._store_builds = False  # set once the import succeeded: its builds are kept at close
         self._built_by = 0  # when the import ended (ns): files changed later are not kept
 
@@ -305,12 +307,30 @@ class WorkerProcess:
         )
         self.claim.started(self.process.pid, uid)
         self.log.started()
+        self.disk = self._watch_disk(private, uid)
         for fd in (req_r, rep_w, key_r):
             os.close(fd)
         self.request_fd, self.reply_fd = req_w, rep_r
         reply = self.request("hello", {"emulate": self.emulate}, DEFAULT_HELLO_TIMEOUT_S)
         self.info = _parse_info(reply.header.get("text"))
+        if isinstance(self.info.get("sandbox"), dict) and self.disk is not None:  # kept by the judge, not the worker
+            self.info["sandbox"]["disk quota"] = self.disk_layer
         return self.info
+
+    def _watch_disk(self, private: Private, uid: int | None) -> disk_quota.DiskWatch:
+        """The worker's disk quota (eval/judge/disk_quota.py): a file past it is refused by the kernel,
+        everything it holds is watched from here."""
+        quota = disk_quota.quota_for(str(private.root))
+        session = self.process.pid
+        fsize = disk_quota.limit_file_size(session, quota)
+        self.disk_layer = (f"on ({quota >> 20} MiB on its folders' disk, watched by the judge; one file past it: "
+                           f"{'SIGXFSZ' if fsize == 'on' else fsize})")
+
+        def pids():
+            return [pid for pid, _, sid, owner in _processes() if sid == session or (uid is not None and owner == uid)]
+
+        return disk_quota.DiskWatch([str(private.root), str(private.builds)], pids,
+                                    lambda: _kill_rest(session, uid), quota)
 
     def _load(self, import_timeout: float, build_limit: float) -> None:
         started = time.monotonic()
@@ -345,6 +365,9 @@ class WorkerProcess:
         process, private, store = self.process, self.private, self._store_builds
         self.process, self.private, self._store_builds = None, None, False
         steps = []
+        disk, self.disk = self.disk, None
+        if disk is not None:  # before the folders go: a walk of what is being deleted is no measure
+            steps.append(disk.stop)
         if process is not None:
             steps += [lambda: _kill_worker(process, self.uid), lambda: _sweep_shared_memory(self.uid)]
             steps += [lambda fd=fd: os.close(fd) for fd in (self.request_fd, self.reply_fd) if fd >= 0]
@@ -440,6 +463,8 @@ class WorkerProcess:
 
     def _died(self) -> WorkerFailure:
         code = self.process.wait(timeout=30) if self.process else None
+        if self.disk is not None and self.disk.reason:
+            return WorkerFailure(self.disk.reason, self._log_tail())
         return WorkerFailure(_death_reason(code), self._log_tail())
 
     def _log_tail(self, lines: int = 15) -> str:
@@ -864,6 +889,7 @@ def _death_reason(exitcode: int | None) -> str:
             name = signal.Signals(-exitcode).name
         except ValueError:
             name = f"signal {-exitcode}"
-        hint = {"SIGSEGV": " (segfault)", "SIGKILL": " (killed: out of host memory?)", "SIGABRT": " (abort)"}
+        hint = {"SIGSEGV": " (segfault)", "SIGKILL": " (killed: out of host memory?)", "SIGABRT": " (abort)",
+                "SIGXFSZ": f" (a file past the worker's disk quota: raise {disk_quota.QUOTA_ENV} if a build needs more)"}
         return f"crashed: worker killed by {name}{hint.get(name, '')}"
     return f"crashed: worker process exited with code {exitcode} (os._exit or sys.exit in the submission?)"

@@ -1,0 +1,64 @@
+"""The worker's disk quota (eval/judge/disk_quota.py): sizes as users write them, what counts as held
+(every inode once, sparse files by their blocks, open deleted files, folders the worker hid), and the
+watch killing past the quota with its reason. The attacks themselves: tests/adversarial/disk_*."""
+import os
+import threading
+
+import pytest
+
+from eval.judge import disk_quota
+
+
+@pytest.mark.parametrize("text,size", [("4G", 4 << 30), ("512M", 512 << 20), ("1048576", 1 << 20),
+                                       ("1.5g", 3 << 29), ("64MiB", 64 << 20), ("10KB", 10 << 10)])
+def test_sizes_as_written(text, size):
+    assert disk_quota.parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["x", "", "-1G", "0"])
+def test_bad_size_is_one_line_naming_the_variable(text):
+    with pytest.raises(disk_quota.QuotaError, match="EVAL_WORKER_DISK"):
+        disk_quota.parse_size(text)
+
+
+def test_the_quota_never_takes_more_than_a_quarter_of_the_free_space(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVAL_WORKER_DISK", "1T")
+    fs = os.statvfs(tmp_path)
+    assert disk_quota.quota_for(str(tmp_path)) <= max(disk_quota.MIN_QUOTA, fs.f_bavail * fs.f_frsize // 4)
+    monkeypatch.setenv("EVAL_WORKER_DISK", "1M")
+    assert disk_quota.quota_for(str(tmp_path)) == 1 << 20  # asked for less: less
+
+
+def test_held_counts_blocks_once_and_open_deleted_files(tmp_path):
+    data = os.urandom(1 << 20)
+    (tmp_path / "a").write_bytes(data)
+    os.link(tmp_path / "a", tmp_path / "a-again")  # the same inode: counted once
+    with open(tmp_path / "sparse", "wb") as handle:  # 1 GiB long, nearly nothing allocated
+        handle.truncate(1 << 30)
+    hidden = tmp_path / "deep" / "er"
+    hidden.mkdir(parents=True)
+    (hidden / "b").write_bytes(data)
+    os.chmod(tmp_path / "deep", 0)  # a folder the worker hid from its judge
+    ghost = open(tmp_path / "ghost", "wb")
+    ghost.write(data)
+    ghost.flush()
+    os.unlink(tmp_path / "ghost")
+    try:
+        used, names = disk_quota.held([str(tmp_path)], [os.getpid()])
+    finally:
+        ghost.close()
+    assert 3 << 20 <= used < 4 << 20, used
+    assert names == 6  # a, a-again, sparse, deep, er, b
+
+
+def test_the_watch_kills_past_the_quota_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(disk_quota, "INTERVAL_S", 0.01)
+    killed = threading.Event()
+    watch = disk_quota.DiskWatch([str(tmp_path)], lambda: [], killed.set, quota=1 << 20)
+    try:
+        assert not killed.wait(0.1) and watch.reason is None  # within the quota: left alone
+        (tmp_path / "big").write_bytes(os.urandom(2 << 20))
+        assert killed.wait(5)
+        assert watch.reason.startswith("disk quota: the worker wrote 2 MiB") and "EVAL_WORKER_DISK" in watch.reason
+    finally:
+        watch.stop()
