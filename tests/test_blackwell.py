@@ -45,6 +45,9 @@ CUTE_SOURCE = "import cutlass.cute as cute\nmma = cute.nvgpu.tcgen05.MmaMXF4NVF4
     # built for sm_100a only, then the file's own check of a CUDA call: no image for this GPU
     (CVT_SOURCE, "raised RuntimeError: cudaFuncGetAttributes failed", "e2m1x2", 6),
     (CVT_SOURCE, "raised RuntimeError: CUDA error: invalid device function", "e2m1x2", 6),
+    # a CUTLASS SM100 build that the loader refuses here: the feature first, not the loader's words
+    ('SRC = r"""\n#include "cutlass/cutlass.h"\nusing ArchTag = cutlass::arch::Sm100;\n"""\n',
+     "could not load x.py: raised OSError: Could not load this library: /tmp/ext/gemv_c0", "CUTLASS C++ SM100", 3),
 ])
 def test_blackwell_feature_named_with_the_way_out(source, failure, what, line):
     reason = blackwell.explain(source, failure, "9.0", "NVIDIA H100 80GB HBM3")

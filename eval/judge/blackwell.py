@@ -46,7 +46,9 @@ ARCH_FAILURE = re.compile(
     r"no kernel image|CUBLAS_STATUS_NOT_SUPPORTED|NVVM|CompilerDiagnosticError|Error building extension|"
     r"not supported on \.target|requires \.target|ptxas|illegal instruction|Unsupported gpu architecture|"
     r"unsupported|cvt|e2m1|sm_10|"
-    # a CUDA call that fails where a kernel has no image for this GPU (the file's own wording of it)
+    # the built library refused by the loader (a CUTLASS SM100 build), or a CUDA call that fails where
+    # a kernel has no image for this GPU (the file's own wording of it)
+    r"could not load this library|"
     r"invalid device function|device kernel image is invalid|cuda(?:FuncGetAttributes|FuncSetAttribute|"
     r"OccupancyMaxActiveBlocksPerMultiprocessor|LaunchKernel(?:Ex)?)\b|cuLaunchKernel|cuModuleGetFunction", re.I)
 

@@ -169,7 +169,7 @@ def start_record(mode: str, submission: Path | None, runner: Runner, options: Op
         info = runner.ensure()
     except WorkerFailure as failure:
         record.error = f"could not load {submission}: {failure.reason}"
-        info = {}
+        info = runner.worker.info or {}  # the signed hello, before the import: its sandbox, what is emulated
     record.import_s = runner.worker.import_s
     record.environment = describe_environment(info.get("sandbox"))
     record.timing.emulated = list(info.get("emulated") or [])
