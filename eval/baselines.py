@@ -4,9 +4,11 @@ a case's floor (of the bytes the problem module says a kernel must move), and th
 baseline (a library kernel). Judge side."""
 from __future__ import annotations
 
+import json
 import statistics
+from pathlib import Path
 
-from eval import problem_folder
+from eval import problem_folder, results
 from eval.cases import Case
 from eval.judge import modes
 
@@ -69,23 +71,60 @@ def ensure_floors(environment, cases: list[Case], options: modes.Options) -> lis
     return missing
 
 
-def baseline_for_cases(results: list, options: modes.Options) -> None:
-    """Fill result.baseline for each passing case: the problem's baseline kernel's median and mean time."""
+def baseline_path(gpu_name: str) -> Path:
+    return results.RESULTS_DIR / f"baseline-{results.slug(gpu_name)}.json"
+
+
+def _baseline_key(case_key: str, options: modes.Options) -> str:
+    """What a baseline time depends on: the problem folder, the case, how it is timed, and torch
+    (the baseline is a library kernel)."""
+    import torch
+
+    method = f"{options.method}{options.batch if options.method == 'batched' else ''}"
+    return f"{problem_folder.current().root}|{case_key}|{method}|gap{options.gap_us}|torch{torch.__version__}"
+
+
+def _load_baselines(gpu_name: str) -> dict:
+    try:
+        return json.loads(baseline_path(gpu_name).read_text()).get("baselines", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def baseline_for_cases(cases: list, options: modes.Options, gpu_name: str | None = None) -> None:
+    """Fill result.baseline for each passing case: the problem's baseline kernel's median and mean time,
+    timed once per GPU and kept in results/baseline-<gpu>.json (like the floors; delete it to time
+    again): a batch of candidates does not time the same library kernel for each of them."""
     problem = problem_folder.current()
     if problem.hook("baseline") is None:
         return
+    cached = _load_baselines(gpu_name) if gpu_name else {}
+    todo = []
+    for result in cases:
+        if result.passed:
+            found = cached.get(_baseline_key(result.key, options))
+            if found:
+                result.baseline = dict(found)
+            else:
+                todo.append(result)
+    if not todo:
+        return
     runner = modes.Runner(None, options)
+    measured = {}
     try:
-        for result in results:
-            if not result.passed:
-                continue
+        for result in todo:
             try:
                 samples = _time(runner, {"kind": "problem", "args": result.args}, options, BASELINE_RUNS)
                 result.baseline = {"median_ns": statistics.median(samples), "mean_ns": statistics.fmean(samples)}
                 size = problem.hook("baseline_bytes")
                 if size is not None:
                     result.baseline["bytes"] = size(result.args)
+                measured[_baseline_key(result.key, options)] = result.baseline
             except modes.WorkerFailure as failure:
                 result.baseline = {"error": failure.reason}
     finally:
         runner.close()
+    if measured and gpu_name:  # others' entries kept: a judge beside this one may have written some
+        payload = {"gpu": gpu_name, "created": results.now_stamp(),
+                   "baselines": {**_load_baselines(gpu_name), **measured}}
+        results.write_text_new(json.dumps(payload, indent=1), baseline_path(gpu_name))

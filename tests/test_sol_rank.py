@@ -109,3 +109,44 @@ def test_compare_two_saved_results_and_regression_gate(tmp_path):
     bad.write_text("{}")
     out = compare(a, bad)
     assert out.returncode == 2 and "not a result file" in out.stderr
+
+
+def test_the_baseline_is_timed_once_per_gpu_and_then_read_back(results_dir, monkeypatch):
+    """A batch of candidates does not time the same library kernel for each: the first record times
+    it and keeps it in results/baseline-<gpu>.json, the next reads it back (another GPU, another
+    timing method: timed again)."""
+    from eval import baselines
+    from eval.cases import select_cases
+    from eval.judge import modes
+    from eval.records import CaseResult
+
+    timed = []
+
+    class Runner:
+        def __init__(self, submission, options):
+            pass
+
+        def close(self):
+            pass
+
+    def fake_time(runner, baseline, options, runs):
+        timed.append(baseline["args"])
+        return [10.0, 20.0, 30.0]
+
+    monkeypatch.setattr(modes, "Runner", Runner)
+    monkeypatch.setattr(baselines, "_time", fake_time)
+    case = select_cases("smoke")[0]
+
+    def results():
+        return [CaseResult(case.spec, case.label, case.args)]
+
+    options = modes.Options()
+    first = results()
+    baselines.baseline_for_cases(first, options, "NVIDIA H100 80GB HBM3")
+    assert first[0].baseline["median_ns"] == 20.0 and len(timed) == 1
+    again = results()
+    baselines.baseline_for_cases(again, options, "NVIDIA H100 80GB HBM3")
+    assert again[0].baseline == first[0].baseline and len(timed) == 1  # read back, not timed
+    baselines.baseline_for_cases(results(), options, "NVIDIA H200")
+    baselines.baseline_for_cases(results(), modes.Options(method="batched", batch=20), "NVIDIA H100 80GB HBM3")
+    assert len(timed) == 3

@@ -547,7 +547,7 @@ def _add_baseline(record: RunRecord, options: Options) -> None:
     """The problem module's baseline kernel on each case, timed the same way, in a harness worker."""
     from eval import baselines
 
-    baselines.baseline_for_cases(record.cases, options)
+    baselines.baseline_for_cases(record.cases, options, record.environment.gpu)
 
 
 def finish_record(record: RunRecord, expected_cases: int) -> None:
