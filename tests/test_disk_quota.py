@@ -62,3 +62,34 @@ def test_the_watch_kills_past_the_quota_and_says_why(tmp_path, monkeypatch):
         assert watch.reason.startswith("disk quota: the worker wrote 2 MiB") and "EVAL_WORKER_DISK" in watch.reason
     finally:
         watch.stop()
+
+
+def test_the_build_cache_keeps_its_size_by_evicting_the_least_recently_used(tmp_path, monkeypatch):
+    """Thousands of candidates each store builds of their own: the cache, not one worker, would fill
+    the disk. Past EVAL_BUILD_CACHE the entries used least recently go; the one just stored stays,
+    and an entry a worker was seeded from counts as used."""
+    import time
+
+    from eval.judge import build_cache
+
+    monkeypatch.setenv("EVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("EVAL_BUILD_CACHE", "3M")
+
+    def build(name):
+        folder = tmp_path / "worker" / name
+        folder.mkdir(parents=True)
+        (folder / "lib.so").write_bytes(os.urandom(1 << 20))
+        assert build_cache.store(name, folder)
+        time.sleep(0.01)
+
+    for name in ("a", "b", "c"):
+        build(name)
+    assert build_cache.seed("a", tmp_path / "seeded")  # a used again: b is now the oldest
+    build("d")
+    kept = sorted(p.name for p in build_cache.root().iterdir() if not p.name.startswith("."))
+    assert kept == ["a", "c", "d"], kept
+    monkeypatch.setenv("EVAL_BUILD_CACHE", "1M")
+    assert build_cache.prune(keep="d") == ["c", "a"]
+    monkeypatch.setenv("EVAL_BUILD_CACHE", "lots")
+    with pytest.raises(disk_quota.QuotaError, match="EVAL_BUILD_CACHE"):
+        build_cache.prune()

@@ -25,9 +25,12 @@ import threading
 import time
 from pathlib import Path
 
+from eval.judge import disk_quota
 from eval.worker import build
 
-MAX_ENTRY_BYTES = 4 << 30  # a larger build folder is not kept
+MAX_ENTRY_BYTES = 1 << 30  # a larger build folder is not kept (a CUTLASS build takes a few hundred MiB)
+CACHE_ENV = "EVAL_BUILD_CACHE"  # the whole cache's size (e.g. 8G): least recently used entries go first
+DEFAULT_CACHE_BYTES = 8 << 30
 MAX_DEPTH = 32  # nor one with folders nested deeper (a build's are a few levels)
 HARNESS_FILES = ("eval/worker/emulation.py", "eval/worker/nvcc_emulate.py", "eval/worker/driver.py")
 _LOCKS: dict[str, threading.Lock] = {}
@@ -77,8 +80,59 @@ def seed(name: str, dest: Path) -> bool:
     entry = root() / name
     if not entry.is_dir():
         return False
-    _copy_tree(entry, dest, MAX_ENTRY_BYTES)
+    try:
+        os.utime(entry)  # used now: the last to be evicted (prune)
+        _copy_tree(entry, dest, MAX_ENTRY_BYTES)
+    except OSError:  # evicted by another judge meanwhile: whatever is missing gets built
+        return False
     return True
+
+
+def cache_limit() -> int:
+    text = os.environ.get(CACHE_ENV)
+    return disk_quota.parse_size(text, CACHE_ENV) if text else DEFAULT_CACHE_BYTES
+
+
+def prune(keep: str | None = None) -> list[str]:
+    """Delete least recently used entries (stored or seeded last) until the cache holds at most
+    cache_limit() bytes; never `keep`. A search loop judges thousands of candidates, each with builds
+    of its own: without this the cache, not any one worker, fills the disk. Returns the names deleted."""
+    limit, folder = cache_limit(), root()
+    if not folder.is_dir():
+        return []
+    with open(folder / ".prune.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # one pruning judge at a time on this machine
+        entries = []
+        for item in os.scandir(folder):
+            if item.name.startswith(".") or not item.is_dir(follow_symlinks=False):
+                continue
+            try:
+                size = int((folder / f".{item.name}.size").read_text())
+            except (OSError, ValueError):
+                size = _size(Path(item.path))
+            entries.append((item.stat(follow_symlinks=False).st_mtime_ns, item.name, size))
+        total, gone = sum(size for *_, size in entries), []
+        for _, name, size in sorted(entries):
+            if total <= limit:
+                break
+            if name == keep:
+                continue
+            remove_tree(folder / name)
+            (folder / f".{name}.size").unlink(missing_ok=True)
+            total -= size
+            gone.append(name)
+    return gone
+
+
+def _size(folder: Path) -> int:
+    total = 0
+    for path, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(path, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
 
 
 def _copy_tree(src: Path, dest: Path, budget: int, owner: int | None = None, before: int | None = None,
@@ -140,14 +194,17 @@ def store(name: str, src: Path, owner: int | None = None, before: int | None = N
             return False
         staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root()))
         try:
-            if _copy_tree(src, staging, MAX_ENTRY_BYTES, owner, before) < 0:
+            left = _copy_tree(src, staging, MAX_ENTRY_BYTES, owner, before)
+            if left < 0:
                 raise OSError("build folder too large to keep")
             for folder, _, _ in os.walk(staging):
                 os.chmod(folder, 0o755)
+            (root() / f".{name}.size").write_text(str(_size(staging)))
             os.rename(staging, entry)
         except OSError:
             remove_tree(staging)
             return False
+    prune(keep=name)
     return True
 
 

@@ -321,6 +321,7 @@ class WorkerProcess:
         """The worker's disk quota (eval/judge/disk_quota.py): a file past it is refused by the kernel,
         everything it holds is watched from here."""
         quota = disk_quota.quota_for(str(private.root))
+        build_cache.cache_limit()  # a bad EVAL_BUILD_CACHE stops here, in one line, not at the store
         session = self.process.pid
         fsize = disk_quota.limit_file_size(session, quota)
         self.disk_layer = (f"on ({quota >> 20} MiB on its folders' disk, watched by the judge; one file past it: "

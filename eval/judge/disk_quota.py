@@ -30,17 +30,17 @@ class QuotaError(ValueError):
     pass
 
 
-def parse_size(text: str) -> int:
-    """'4G', '512M', '1048576' -> bytes."""
+def parse_size(text: str, variable: str = QUOTA_ENV) -> int:
+    """'4G', '512M', '1048576' -> bytes (a QuotaError naming `variable` otherwise)."""
     given, text = text, text.strip().upper().removesuffix("B").removesuffix("I")
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(text[-1:], 1)
     number = text[:-1] if scale > 1 else text
     try:
         value = float(number)
     except ValueError:
-        raise QuotaError(f"{QUOTA_ENV}={given!r} is not a size: write bytes or a number with K, M or G (e.g. 4G)")
+        raise QuotaError(f"{variable}={given!r} is not a size: write bytes or a number with K, M or G (e.g. 4G)")
     if value <= 0:
-        raise QuotaError(f"{QUOTA_ENV}={given!r}: a worker needs some disk; write a size above 0 (e.g. 4G)")
+        raise QuotaError(f"{variable}={given!r}: write a size above 0 (e.g. 4G)")
     return int(value * scale)
 
 
