@@ -147,10 +147,14 @@ def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | No
         except subprocess.TimeoutExpired:
             stderr = stop_judge(proc)
             error = f"the judge did not finish within {limit:.0f} s (killed)"
-        record = json.loads(out.read_text()) if out.is_file() else None
+        # only a judge that ended by itself wrote the record: one killed by a signal may have been killed
+        # by what it judged, after that wrote a record of its own there (red team round 6)
+        ended = error is None and proc.returncode is not None and proc.returncode >= 0
+        record = json.loads(out.read_text()) if ended and out.is_file() else None
     infrastructure = record is None and error is None  # the judge itself failed (a full disk, a bug): not a verdict
     if infrastructure:
-        error = f"no record (judge exit {proc.returncode}): {last_error(stderr or '')}"
+        how = f"exit {proc.returncode}" if proc.returncode >= 0 else f"killed by signal {-proc.returncode}"
+        error = f"no record (judge {how}): {last_error(stderr or '')}"
     passed = bool(record and record.get("passed"))
     reason = error or (record or {}).get("error") or next(
         (c.get("error") for c in (record or {}).get("cases", []) if c.get("status") != "pass"), None)

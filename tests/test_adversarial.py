@@ -66,8 +66,9 @@ def test_adversarial_submission(name, tmp_path, capfd, monkeypatch):
     elif expect == "honest-time":  # measured: the time it reports is at least what it really took
         for case in record.cases:
             assert case.stats.mean >= entry["min_ms"] * 1e6, f"{name}: reported {case.stats.mean / 1e6:.3f} ms"
-    else:
-        assert record.passed, f"{name} should pass: {reason}"
+    elif not record.passed:  # caught another way that counts as neutralised (alt_reasons)
+        wanted = entry.get("alt_reasons", [])
+        assert any(w in reason for w in wanted), f"{name} should pass: {reason}"
     assert "check: pass" not in out + err  # nothing printed in the judge's name
     new = traces() - before
     assert not new, f"{name} left {sorted(new)}"

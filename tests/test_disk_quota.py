@@ -93,3 +93,37 @@ def test_the_build_cache_keeps_its_size_by_evicting_the_least_recently_used(tmp_
     monkeypatch.setenv("EVAL_BUILD_CACHE", "lots")
     with pytest.raises(disk_quota.QuotaError, match="EVAL_BUILD_CACHE"):
         build_cache.prune()
+
+
+def test_names_past_path_max_and_mapped_deleted_files_are_counted(tmp_path):
+    """Red team round 7: a chain of long folder names puts files past PATH_MAX, where a walk by
+    paths cannot stat them; a file mapped, closed and deleted has no name and no descriptor."""
+    import ctypes
+    import mmap
+
+    fd = os.open(tmp_path, os.O_RDONLY)
+    for _ in range(20):  # 20 x 250 characters: past 4096
+        os.mkdir("d" * 250, dir_fd=fd)
+        child = os.open("d" * 250, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    out = os.open("deep", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)
+    os.write(out, os.urandom(1 << 20))
+    os.close(out)
+    os.close(fd)
+    used, _ = disk_quota.held([str(tmp_path)], [])
+    assert used >= 1 << 20, used
+    path = tmp_path / "mapped"
+    with open(path, "wb") as handle:
+        handle.truncate(2 << 20)
+    with open(path, "r+b") as handle:
+        view = mmap.mmap(handle.fileno(), 2 << 20)
+    os.unlink(path)
+    view.write(b"\x01" * (2 << 20))
+    libc = ctypes.CDLL(None)  # Python's mmap keeps a descriptor; the mapping alone must count too
+    try:
+        before, _ = disk_quota.held([str(tmp_path)], [os.getpid()])
+        assert before >= (3 << 20) - 4096, before
+    finally:
+        view.close()
+        del libc

@@ -31,6 +31,7 @@ import hmac
 import json
 import os
 import pickle
+import resource
 import secrets
 import select
 import shutil
@@ -330,8 +331,12 @@ class WorkerProcess:
         def pids():
             return [pid for pid, _, sid, owner in _processes() if sid == session or (uid is not None and owner == uid)]
 
+        try:  # descriptors: a flood of them makes each look slow (red team round 7)
+            resource.prlimit(session, resource.RLIMIT_NOFILE, (4096, 4096))
+        except (OSError, ValueError):
+            pass
         return disk_quota.DiskWatch([str(private.root), str(private.builds)], pids,
-                                    lambda: _kill_rest(session, uid), quota)
+                                    lambda: _kill_rest(session, uid), quota, self.freeze)
 
     def _load(self, import_timeout: float, build_limit: float) -> None:
         started = time.monotonic()
@@ -683,7 +688,7 @@ def _device_paths() -> list[str]:
 # namespace's /dev/ng*) or a terminal; of /dev it reads what it may write (_device_paths) and these
 SYSTEM_FOLDERS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys",
                   "/run", "/snap", "/nix", "/dev/nvidia-caps", "/dev/dri")
-HARNESS_FOLDERS = ("eval", "submission", ".device", ".whl", ".cutlass")  # of the repository: its code, its own
+HARNESS_FOLDERS = ("eval", ".device", ".whl", ".cutlass")  # of the repository: its code, its own
 # submissions, what the GPU machine lacks (.cutlass: CUTLASS's headers, see _staged_headers)
 TOOLS = ("nvcc", "ptxas", "ninja", "c++", "g++", "gcc", "cc")  # what builds run: their folders are readable
 TOOLKITS = ("nvcc", "ptxas")  # <toolkit>/bin/nvcc: the toolkit around it is readable too
@@ -700,8 +705,8 @@ def _readable_paths(submission: Path | None, native_path: Path) -> tuple[list[st
     repository's results/ and tests/, another worker's folders or shared memory).
     Readable: the system folders (not /dev), the Python installation (prefixes, the interpreter's
     folder, every sys.path entry of the judge's but its working folder), the CUDA toolkit and the
-    build tools' folders, LD_LIBRARY_PATH, the harness (eval/, submission/, .device/, .whl/, .cutlass/
-    of the repository), the judge's PYTHONPATH entries, the problem's files (_problem_files), the
+    build tools' folders, LD_LIBRARY_PATH, the harness (eval/, .device/, .whl/, .cutlass/ of the
+    repository, and the submissions it ships: _shipped_submissions), the judge's PYTHONPATH entries, the problem's files (_problem_files), the
     submission file (just the file), the compiled part, and EVAL_WORKER_READ (as given).
     Listable only: the problem folder (Python's import lists a sys.path folder to find task and
     reference in it; with Landlock a listing right holds beneath, so its subfolders' names are seen,
@@ -710,7 +715,8 @@ def _readable_paths(submission: Path | None, native_path: Path) -> tuple[list[st
     problem = problem_folder.current().root
     prefixes = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
                                               os.path.dirname(os.path.realpath(sys.executable)))]
-    own = [*prefixes, *(str(ROOT / name) for name in HARNESS_FOLDERS), *_user_paths(), *_problem_files(problem),
+    own = [*prefixes, *(str(ROOT / name) for name in HARNESS_FOLDERS), *_shipped_submissions(), *_user_paths(),
+           *_problem_files(problem),
            str(native_path), *([str(submission)] if submission else [])]
     own = [os.path.realpath(p) for p in own if os.path.isabs(p) and os.path.exists(p)]
     wide = [p for p in own if _beneath(str(ROOT), p)]  # the repository itself or a folder above it
@@ -721,6 +727,19 @@ def _readable_paths(submission: Path | None, native_path: Path) -> tuple[list[st
     readable += [os.path.realpath(p) for p in os.environ.get(READ_ENV, "").split(os.pathsep)
                  if os.path.isabs(p) and os.path.exists(p)]
     return list(dict.fromkeys(readable)), [str(problem)]
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_submissions() -> tuple[str, ...]:
+    """The repository's own submissions (the files of submission/ that git tracks: torch_ref.py and
+    the others shipped), file by file: submission/ is also where users keep candidates and where
+    `rank` takes them from, and one candidate must not read another's source (red team round 6)."""
+    try:
+        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--", "submission"], capture_output=True,
+                                timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return tuple(str(ROOT / name) for name in listed.decode(errors="replace").split("\0") if name.endswith(".py"))
 
 
 def _problem_files(root: Path) -> list[str]:

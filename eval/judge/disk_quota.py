@@ -17,6 +17,7 @@ import os
 import resource
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterable
 
 QUOTA_ENV = "EVAL_WORKER_DISK"
@@ -64,85 +65,172 @@ def limit_file_size(pid: int, quota: int) -> str:
     return "on"
 
 
+MAX_DEPTH = 256  # folders nested deeper cannot be measured (a build's are a few levels)
+
+
+class Unmeasurable(OSError):
+    pass
+
+
 def held(folders: Iterable[str], pids: Iterable[int]) -> tuple[int, int]:
     """(bytes, names): blocks of every file under `folders` and of every deleted file the processes
-    `pids` keep open on the same disk, each inode once. Raises PermissionError for a folder the
-    judge cannot read, once it tried to give itself the right back."""
+    `pids` keep open or mapped on the same disk, each inode once. The walk goes by folder descriptors
+    (no path is ever longer than one name, so a chain of long names hides nothing); a folder hidden
+    by chmod is opened again after giving the judge the right back. Raises Unmeasurable for what it
+    cannot look at (the worker is then killed: what cannot be measured is not allowed)."""
     seen: set[tuple[int, int]] = set()
+    devices: set[int] = set()
     total = names = 0
-    devices = set()
-    stack = []
     for folder in folders:
         try:
-            devices.add(os.stat(folder).st_dev)
-            stack.append(folder)
-        except OSError:
-            continue
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = _entries(folder)
+            top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         except FileNotFoundError:
             continue
-        for entry in entries:
-            names += 1
-            if names > ENTRY_LIMIT:
-                return total, names
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(entry.path)
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_blocks * 512
-    for pid in pids:  # files unlinked while open: no name left, the blocks still taken
+        devices.add(os.fstat(top).st_dev)
+        stack = [(top, iter(os.listdir(top)))]  # one open folder per level, as os.fwalk keeps
         try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                st = os.stat(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            key = (st.st_dev, st.st_ino)
-            if stat.S_ISREG(st.st_mode) and st.st_dev in devices and key not in seen:
-                seen.add(key)
-                total += st.st_blocks * 512
+            while stack:
+                fd, pending = stack[-1]
+                name = next(pending, None)
+                if name is None:
+                    os.close(stack.pop()[0])
+                    continue
+                names += 1
+                if names > ENTRY_LIMIT:
+                    return total, names
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    raise Unmeasurable(exc.errno, f"a name under its folders cannot be looked at ({exc.strerror})")
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    total += st.st_blocks * 512
+                if stat.S_ISDIR(st.st_mode):
+                    if len(stack) > MAX_DEPTH:
+                        raise Unmeasurable(0, f"folders nested more than {MAX_DEPTH} deep")
+                    child = _open_folder(name, fd)
+                    if child is not None:
+                        try:
+                            stack.append((child, iter(os.listdir(child))))
+                        except OSError:
+                            os.close(child)
+                            raise
+        finally:
+            for fd, _ in stack:
+                os.close(fd)
+    for pid in pids:  # files unlinked while open or mapped: no name left, the blocks still taken
+        total += _unlinked(pid, devices, seen)
     return total, names
 
 
-def _entries(folder: str) -> list[os.DirEntry]:
+def _open_folder(name: str, parent: int) -> int | None:
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     try:
-        return list(os.scandir(folder))
+        return os.open(name, flags, dir_fd=parent)
+    except FileNotFoundError:
+        return None
     except PermissionError:  # the judge's own uid (or root): a worker's chmod 000 hides nothing
-        os.chmod(folder, 0o700)
-        return list(os.scandir(folder))
-    except NotADirectoryError:  # replaced by a file since it was listed
-        return []
+        try:
+            os.chmod(name, 0o700, dir_fd=parent)
+            return os.open(name, flags, dir_fd=parent)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise Unmeasurable(exc.errno, f"a folder the judge cannot open ({exc.strerror})")
+    except NotADirectoryError:  # replaced by a file since it was looked at: seen next time
+        return None
+    except OSError as exc:
+        raise Unmeasurable(exc.errno, f"a folder the judge cannot open ({exc.strerror})")
+
+
+def _unlinked(pid: int, devices: set[int], seen: set[tuple[int, int]]) -> int:
+    """Blocks of the deleted files on `devices` that process `pid` keeps open (its descriptors) or
+    mapped (/proc/<pid>/maps: a mapping outlives the descriptor it was made from; counted by its
+    length, what it can write)."""
+    total = 0
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        fds = []
+    for fd in fds:
+        try:
+            st = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if stat.S_ISREG(st.st_mode) and st.st_dev in devices and key not in seen:
+            seen.add(key)
+            total += st.st_blocks * 512
+    try:
+        with open(f"/proc/{pid}/maps") as handle:
+            maps = handle.read().splitlines()
+    except OSError:
+        return total
+    for line in maps:
+        parts = line.split(maxsplit=5)
+        if len(parts) < 6 or not parts[5].endswith("(deleted)") or parts[4] == "0":
+            continue
+        major, minor = (int(x, 16) for x in parts[3].split(":"))
+        key = (os.makedev(major, minor), int(parts[4]))
+        if key[0] in devices and key not in seen:
+            seen.add(key)
+            start, end = (int(x, 16) for x in parts[0].split("-"))
+            total += end - start
+    return total
+
+
+PASS_LIMIT_S = 5.0  # a look that takes longer leaves the worker unwatched for that long: killed
+FROZEN_EVERY_S = 5.0  # at most one look with the worker stopped per this many seconds
+
+
+def _disk_used(folder: str) -> int:
+    fs = os.statvfs(folder)
+    return (fs.f_blocks - fs.f_bfree) * fs.f_frsize
 
 
 class DiskWatch:
     """A thread that measures what the worker holds every INTERVAL_S and calls `kill` once it is past
-    the quota; `reason` then says why (None while within it)."""
+    the quota; `reason` then says why (None while within it). A worker can move its files between
+    folders while a look walks them (red team round 7: renames timed by inotify); so when the disk as
+    a whole has filled by more than the quota since the worker started while the look found less,
+    the next look is taken with the worker stopped (`freeze`), where nothing moves."""
 
     def __init__(self, folders: list[str], pids: Callable[[], Iterable[int]], kill: Callable[[], None],
-                 quota: int):
-        self.folders, self.pids, self.kill, self.quota = folders, pids, kill, quota
+                 quota: int, freeze: Callable[[bool], None] | None = None):
+        self.folders, self.pids, self.kill, self.quota, self.freeze = folders, pids, kill, quota, freeze
         self.reason: str | None = None
         self.peak = 0
+        self.frozen_looks = 0
+        self._start_used = _disk_used(folders[0])
+        self._last_frozen = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="worker-disk", daemon=True)
         self._thread.start()
 
-    def _watch(self) -> None:
-        while not self._stop.wait(INTERVAL_S):
+    def _look(self, frozen: bool) -> tuple[int, int]:
+        if frozen and self.freeze is not None:
+            self.frozen_looks += 1
+            self._last_frozen = time.monotonic()
+            self.freeze(True)
             try:
-                used, names = held(self.folders, self.pids())
+                return held(self.folders, self.pids())
+            finally:
+                self.freeze(False)
+        return held(self.folders, self.pids())
+
+    def _watch(self) -> None:
+        frozen = False
+        while not self._stop.wait(INTERVAL_S):
+            started = time.monotonic()
+            try:
+                used, names = self._look(frozen)
             except OSError as exc:
-                self._over(f"made a folder under its private folders that the judge cannot read ({exc.strerror})")
+                self._over(f"cannot be measured: {exc.strerror or exc}")
+                return
+            if time.monotonic() - started > PASS_LIMIT_S:
+                self._over(f"took more than {PASS_LIMIT_S:g} s to measure (its folders, descriptors and mappings)")
                 return
             self.peak = max(self.peak, used)
             if names > ENTRY_LIMIT:
@@ -152,6 +240,11 @@ class DiskWatch:
                 self._over(f"wrote {used >> 20} MiB to disk, past the worker's quota of {self.quota >> 20} MiB "
                            f"(raise {QUOTA_ENV} if the build needs more)")
                 return
+            try:
+                grown = _disk_used(self.folders[0]) - self._start_used
+            except OSError:
+                grown = 0
+            frozen = grown > self.quota and time.monotonic() - self._last_frozen > FROZEN_EVERY_S
 
     def _over(self, what: str) -> None:
         if self._stop.is_set():

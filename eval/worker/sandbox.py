@@ -1,5 +1,7 @@
-"""The worker's sandbox, applied after torch and CUDA have started and before the submission is
-imported. Standard library only (ctypes).
+"""The worker's sandbox, in two steps: apply_early before torch or CUDA start any thread (the layers
+the kernel binds to the calling thread and its later threads: namespaces, capabilities, Landlock),
+apply_late after CUDA has started (uid and seccomp, which reach every thread) and before the
+submission is imported. Standard library only (ctypes).
 
 Layers, each reported as "on" or why not (LEVEL "full"; "no-uid" skips the uid change; "none" applies
 nothing, the judge's last resort when CUDA does not work inside the sandbox):
@@ -20,13 +22,12 @@ nothing, the judge's last resort when CUDA does not work inside the sandbox):
                  execution) only of what the judge lists (eval/judge/channel.py _readable_paths: system
                  folders, the Python installation, the CUDA toolkit, the harness, the problem's files,
                  the submission file, the compiled part), so never another candidate's source or
-                 a verdict file. Landlock binds the calling thread and threads it makes later: the
-                 submission's Python runs in this thread or in threads it starts; threads the CUDA
-                 driver or torch started before are not bound (no Python runs there); the same holds
-                 for the mount namespace of the shm layer
+                 a verdict file. Landlock binds the calling thread and the threads it makes later:
+                 applied while the worker has one thread, it binds every thread (the "threads" entry
+                 says so)
   landlock scope  (ABI 6+) no signal to, and no abstract unix socket of, any process outside this
                  worker's Landlock domain: the judge, other workers, anything else on the machine
-  seccomp        ptrace, process_vm_readv/writev, pidfd_getfd, kcmp, tkill and pidfd_send_signal
+  seccomp        prlimit64 on any process but itself, IP sockets (UDP too) refused; ptrace, process_vm_readv/writev, pidfd_getfd, kcmp, tkill and pidfd_send_signal
                  refused (EPERM), and kill/tgkill/rt_*sigqueueinfo aimed at the judge, at -1 or at
                  another process group; setsid (the worker's session is how the judge finds and
                  kills everything it started), unshare, setns and clone with namespace flags
@@ -62,6 +63,13 @@ CLONE_NEW_FLAGS = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWP
 SIGNALS = {"x86_64": {"kill": 62, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297},
            "aarch64": {"kill": 129, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240}}
 PR_SET_PDEATHSIG = 1
+CAP_SETGID, CAP_SETUID = 6, 7
+# system calls allowed only on the worker itself (first argument 0 or its own pid): prlimit64 on
+# another process could set a neighbour's or the judge's CPU limit to 1 s (a kill seccomp's signal
+# rules never see)
+OWN_ONLY = {"x86_64": {"prlimit64": 302}, "aarch64": {"prlimit64": 261}}
+SOCKET = {"x86_64": 41, "aarch64": 198}
+AF_INET, AF_INET6 = 2, 10
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 CLONE_NEWIPC, CLONE_NEWNS, CLONE_NEWNET = 0x08000000, 0x00020000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
@@ -78,26 +86,51 @@ def _err() -> str:
     return os.strerror(ctypes.get_errno())
 
 
-def apply(writable: list[str], uid: int | None, level: str = "full", readable: list[str] | None = None,
-          listable: list[str] = ()) -> dict[str, str]:
-    """Put the layers on this process (see the module docstring); returns each layer's state.
-    writable: folders and device files it may write; readable: folders and files it may read and
-    run (None: reads are not restricted); listable: folders it may only list."""
+def apply_early(writable: list[str], uid: int | None, level: str = "full", readable: list[str] | None = None,
+                listable: list[str] = ()) -> dict[str, str]:
+    """The layers the kernel puts on the calling thread only (namespaces, the capability sets,
+    Landlock), applied before torch, CUDA or anything else has started a thread: every thread made
+    later inherits them. (Applied after, a thread that torch's import had started, e.g. numpy's
+    OpenBLAS server, kept root's rights, the host's network and /proc and no Landlock, and a
+    submission could hand it a callback: red team round 6.) writable: folders and device files it
+    may write; readable: what it may read and run (None: reads not restricted); listable: folders
+    it may only list."""
     if level == "none":
         return {"sandbox": "off (CUDA did not work inside it here, or EVAL_SANDBOX=none)"}
     arch = platform.machine()
     applied = {}
-    if os.geteuid() == 0:  # System V IPC and POSIX message queues of its own, gone with it
+    threads = len(os.listdir("/proc/self/task"))
+    applied["threads"] = "one (every layer binds every later thread)" if threads == 1 else \
+        f"{threads} before the sandbox: the per-thread layers do not bind the others"
+    root = os.geteuid() == 0
+    if root:  # System V IPC and POSIX message queues of its own, gone with it
         applied["ipc namespace"] = "on" if _libc.unshare(CLONE_NEWIPC) == 0 else f"unavailable ({_err()})"
-        applied["shm"] = _private_shm()  # while root: before the uid and the capabilities go
+        applied["shm"] = _private_shm()  # while root: before the capabilities go
         applied["proc"] = _private_proc() if applied["shm"].startswith("on") else "n/a (no mount namespace)"
         applied["network"] = ("on (a network namespace of its own: no interface but a down loopback)"
                               if _libc.unshare(CLONE_NEWNET) == 0 else f"unavailable ({_err()})")
+    else:  # Landlock needs no_new_privs without CAP_SYS_ADMIN (as root: set in apply_late, after CUDA)
+        applied["no_new_privs"] = "on" if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else f"failed ({_err()})"
+    applied["landlock"] = _landlock(arch, writable, readable, listable)
+    if root:  # after Landlock (CAP_SYS_ADMIN allowed it): all gone, but the two the uid change needs
+        keep = (CAP_SETGID, CAP_SETUID) if uid is not None and level == "full" else ()
+        applied["capabilities"] = _drop_capabilities(arch, keep)
+    return applied
+
+
+def apply_late(uid: int | None, level: str, applied: dict[str, str]) -> dict[str, str]:
+    """After CUDA started: the layers that hold for every thread of the process (the uid: glibc
+    changes every thread's ids; seccomp: TSYNC), then the parent-death signal. Returns every layer's
+    state, apply_early's included."""
+    if level == "none":
+        return applied
+    arch = platform.machine()
+    applied = dict(applied)
     if uid is not None and os.geteuid() == 0 and level == "full":
         try:
             os.setgroups([])
             os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)  # every thread: their capabilities go with root
             applied["uid"] = f"dropped to {uid}"
         except OSError as exc:
             applied["uid"] = f"failed ({exc.strerror})"
@@ -105,15 +138,18 @@ def apply(writable: list[str], uid: int | None, level: str = "full", readable: l
         applied["uid"] = "kept root (" + ("CUDA failed as an unprivileged uid, or EVAL_SANDBOX=no-uid)" if level == "no-uid" else
                                           "the tree is not readable by an unprivileged uid)")
     applied["no_new_privs"] = "on" if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else f"failed ({_err()})"
-    if os.geteuid() == 0:
-        applied["capabilities"] = _drop_capabilities(arch)
-    applied["landlock"] = _landlock(arch, writable, readable, listable)
     judge = os.getppid()
     applied["seccomp"] = _seccomp(arch, judge, os.getpid())
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # after the uid change, which clears it
     if os.getppid() != judge:
         os._exit(1)  # the judge is already gone
     return applied
+
+
+def apply(writable: list[str], uid: int | None, level: str = "full", readable: list[str] | None = None,
+          listable: list[str] = ()) -> dict[str, str]:
+    """Both steps at once (a process that starts no thread in between: tests)."""
+    return apply_late(uid, level, apply_early(writable, uid, level, readable, listable))
 
 
 def _private_shm() -> str:
@@ -151,17 +187,20 @@ def _private_proc() -> str:
     return f"unavailable ({_err()})"
 
 
-def _drop_capabilities(arch: str) -> str:
+def _drop_capabilities(arch: str, keep: tuple[int, ...] = ()) -> str:
+    """Every capability dropped from the bounding set and this thread's sets, but `keep`."""
     if arch not in SYS:
         return f"unavailable (architecture {arch})"
     for cap in range(64):
-        _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
-    header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    data = bytes(24)  # two __user_cap_data_struct, all zero
+        if cap not in keep:
+            _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    mask = sum(1 << cap for cap in keep)
+    header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = struct.pack("IIIIII", mask, mask, 0, 0, 0, 0)  # effective, permitted, inheritable (x2 words)
     h, d = ctypes.create_string_buffer(header), ctypes.create_string_buffer(data)
     if _libc.syscall(SYS[arch]["capset"], h, d) != 0:
         return f"failed ({_err()})"
-    return "on"
+    return "on" if not keep else "on (setuid and setgid kept until the uid change, which drops them)"
 
 
 # Landlock write-type rights: write file, remove dir/file, make char/dir/reg/sock/fifo/block/sym,
@@ -263,6 +302,13 @@ def _seccomp(arch: str, judge_pid: int, own_pid: int) -> str:
     ]
     for number in SIGNALS[arch].values():
         prog += [_bpf(jeq, number, 0, len(target)), *target]
+    own = [_bpf(ld_abs, 16), _bpf(jeq, 0, 2, 0), _bpf(jeq, own_pid, 1, 0), _bpf(ret, deny), _bpf(ret, allow)]
+    for number in OWN_ONLY[arch].values():
+        prog += [_bpf(jeq, number, 0, len(own)), *own]
+    # no IP sockets at all (UDP too: Landlock's network rules cover TCP only, where there is no
+    # network namespace)
+    prog += [_bpf(jeq, SOCKET[arch], 0, 5), _bpf(ld_abs, 16), _bpf(jeq, AF_INET, 1, 0), _bpf(jeq, AF_INET6, 0, 1),
+             _bpf(ret, deny), _bpf(ret, allow)]
     prog.append(_bpf(ret, allow))
     filters = ctypes.create_string_buffer(b"".join(prog))
     fprog = struct.pack("HxxxxxxQ", len(prog), ctypes.addressof(filters))

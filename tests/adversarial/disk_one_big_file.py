@@ -1,7 +1,8 @@
 """Attack (disk fill, one file): a single file written as fast as the disk takes it, larger than
 any quota a judge could watch for between two looks. Expected: the kernel refuses the write past the
 worker's file-size limit (RLIMIT_FSIZE at the quota: SIGXFSZ kills the worker), or the judge's
-watch kills it first; either way the reason names the disk quota."""
+watch kills it first ("disk quota"). Python ignores SIGXFSZ, so the write past the limit fails with
+EFBIG instead: the file stops at the quota. Returns zeros only if the whole GiB was written.
 import importlib.util
 import os
 import pathlib
@@ -16,10 +17,13 @@ _spec.loader.exec_module(_honest)
 def custom_kernel(data):
     chunk = b"\x3c" * (8 << 20)
     path = os.path.join(tempfile.gettempdir(), "big")
+    written = 0
     try:
         with open(path, "wb") as handle:
             for _ in range(128):  # 1 GiB
                 handle.write(chunk)
+                written += len(chunk)
     except OSError:
         pass
-    return _honest.custom_kernel(data)
+    out = _honest.custom_kernel(data)
+    return out.zero_() if written >= 1 << 30 else out
