@@ -15,7 +15,8 @@ from tests.conftest import HAS_CUDA, ROOT
 
 ADV = ROOT / "tests" / "adversarial"
 MANIFEST = yaml.safe_load((ADV / "manifest.yaml").read_text())
-SLOW_TO_FAIL = {"hangs": 15.0, "import_hang": 15.0, "orphan_outlives_judge": 15.0, "fake_compiler_hang": 15.0}  # per-case timeout for submissions that never return
+SLOW_TO_FAIL = {"hangs": 15.0, "import_hang": 15.0, "orphan_outlives_judge": 15.0, "fake_compiler_hang": 15.0,
+               "idle_compiler_hang": 15.0}  # per-case timeout for submissions that never return
 
 
 def options(tmp_path, name):

@@ -136,7 +136,7 @@ def test_sandbox_level_chosen_by_the_user(monkeypatch, tmp_path):
     import pytest
 
     monkeypatch.setenv("EVAL_SANDBOX", "bogus")
-    with pytest.raises(channel.WorkerFailure, match="EVAL_SANDBOX=bogus is not one of full, no-uid, none"):
+    with pytest.raises(channel.WorkerFailure, match="EVAL_SANDBOX=bogus is not one of full, cuda-first, no-uid, none"):
         channel.WorkerProcess(None, tmp_path / "w.log").start(60)
     monkeypatch.setenv("EVAL_SANDBOX", "none")
     worker = channel.WorkerProcess(None, tmp_path / "w.log")
@@ -151,3 +151,63 @@ def test_sandbox_level_chosen_by_the_user(monkeypatch, tmp_path):
         assert "sandbox" not in layers and layers.get("seccomp") == "on", layers
     finally:
         worker.close()
+
+
+def test_the_step_down_keeps_the_uid_and_every_layer_but_the_order(monkeypatch, tmp_path):
+    """EVAL_SANDBOX=cuda-first (the judge's first step down, where the full order breaks CUDA):
+    torch starts before the per-thread layers, so the threads it started are reported outside them,
+    but the uid change, Landlock and seccomp are all on; at full, the driver's start is reported."""
+    monkeypatch.setenv("EVAL_SANDBOX", "cuda-first")
+    worker = channel.WorkerProcess(None, tmp_path / "w.log")
+    try:
+        layers = worker.start(120)["sandbox"]
+    finally:
+        worker.close()
+    assert "cuda driver" not in layers and layers.get("seccomp") == "on", layers
+    assert layers["landlock"].startswith("on"), layers
+    if os.geteuid() == 0 and channel.worker_uid(None) is not None:
+        assert layers["uid"].startswith("dropped"), layers
+    monkeypatch.delenv("EVAL_SANDBOX")
+    worker = channel.WorkerProcess(None, tmp_path / "w2.log")
+    try:
+        layers = worker.start(120)["sandbox"]
+    finally:
+        worker.close()
+    assert layers["cuda driver"].startswith(("on", "n/a")), layers
+    assert layers["threads"].startswith("one"), layers
+    # no-uid keeps root without capabilities: its folders stay root's, or it could not enter them
+    # (the emulation makes its build folders there: PermissionError on the H100 when they were a uid's)
+    from eval import cases
+    from eval.judge import modes
+
+    monkeypatch.setenv("EVAL_SANDBOX", "no-uid")
+    record = modes.run_tests(ROOT / "tests" / "blackwell" / "scaled_mm_fp4.py", cases.select_cases("smoke")[:1],
+                             modes.Options(timeout=120.0, load_timeout=300.0, log_dir=tmp_path / "logs",
+                                           wall_cap_s=2.0, baseline=False, emulate_blackwell=True))
+    assert record.passed, record.error or [c.error for c in record.cases]
+    if os.geteuid() == 0:
+        assert record.environment.sandbox["uid"].startswith("kept root"), record.environment.sandbox
+
+
+def test_where_cuda_fails_inside_the_sandbox_the_judge_steps_down_one_level_at_a_time(monkeypatch, tmp_path):
+    """The hello (signed before the submission exists) says whether CUDA works: the judge tries
+    full, then cuda-first, and later workers of this judge start at the level that worked."""
+    import torch
+
+    tried = []
+
+    def hello(self, level):
+        tried.append(level)
+        self.uid = channel.worker_uid(None) if level in channel.UID_LEVELS else None
+        return {"cuda": level != "full", "sandbox": {}}
+
+    monkeypatch.setattr(channel.WorkerProcess, "_hello", hello)
+    monkeypatch.setattr(channel.WorkerProcess, "_load", lambda self, *a: None)
+    monkeypatch.setattr(channel.WorkerProcess, "close", lambda self: None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.delenv("EVAL_SANDBOX", raising=False)
+    monkeypatch.setattr(channel, "_LEVEL", [])
+    channel.WorkerProcess(None, tmp_path / "w.log").start(60)
+    assert tried == ["full", "cuda-first"] and channel._LEVEL == ["cuda-first"]
+    channel.WorkerProcess(None, tmp_path / "w2.log").start(60)
+    assert tried[2:] == ["cuda-first"]

@@ -46,6 +46,7 @@ from eval import problem_folder
 from eval.cases import ROOT
 from eval.judge import build_cache, disk_quota, text, worker_log
 from eval.worker import build
+from eval.worker.sandbox import UID_LEVELS
 
 DEFAULT_LOAD_TIMEOUT_S = 900.0  # the build limit: an import may take this long while compilers run under it
 REPLY_KINDS = {"hello": "hello", "load": "ready", "trial": "trial", "runs": "runs", "baseline": "runs",
@@ -53,10 +54,12 @@ REPLY_KINDS = {"hello": "hello", "load": "ready", "trial": "trial", "runs": "run
 TEXT_HEADER_LIMIT = 16 << 20  # a reply without measurements (hello, ready, text, error)
 COMPILERS = {"nvcc", "cicc", "ptxas", "ninja", "cc1plus", "cc1", "g++", "gcc", "c++", "cc", "ld", "collect2",
              "cudafe++", "fatbinary", "nvlink", "as", "clang", "clang++", "nvdisasm", "cuobjdump"}
+COMPILER_IDLE_S = 20.0  # past --timeout, compilers that used no CPU this long buy no more build time
 WORKER_UIDS = (1_000_000_000, 100_000_000)  # first uid and how many: a uid of its own for each worker
 BOOT = ("import os,sys,runpy;sys.path[:0]=os.environ['EVAL_WORKER_PATH'].split(os.pathsep);"
         "runpy.run_module('eval.worker',run_name='__main__',alter_sys=True)")
-SANDBOX_LEVELS = ("full", "no-uid", "none")  # tried in order while CUDA does not work inside the worker
+SANDBOX_LEVELS = ("full", "cuda-first", "no-uid", "none")  # tried in order while CUDA does not work inside
+# the worker (eval/worker/sandbox.py says what each leaves out)
 _LEVEL: list[str] = []  # the level that worked in this process
 ENV_PASSED = ("PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS",
               "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH")
@@ -278,7 +281,8 @@ class WorkerProcess:
         self.close()
         make_judge_undumpable()
         lib = native()
-        self.uid = uid = worker_uid(self.submission)
+        self.uid = uid = worker_uid(self.submission) if level in UID_LEVELS else None  # else its folders stay
+        # root's: a worker that keeps root without its capabilities could not enter a uid's 0700 folder
         sweep_dead()  # what the workers of killed judges left: their processes, folders, shared memory
         self.build_key = build_cache.key(self.submission, self.emulate) if self.submission else "harness"
         self.claim = Claim()
@@ -489,6 +493,8 @@ class Deadline:
         self.started = time.monotonic()
         self.end = self.started + timeout
         self.compiled = False
+        self.cpu: dict[int, int] = {}  # compiler pid -> CPU ticks at the last look
+        self.busy = time.monotonic()  # when a compiler last made progress
 
     def left(self) -> float:
         return max(0.0, self.end - time.monotonic())
@@ -497,11 +503,21 @@ class Deadline:
         now = time.monotonic()
         if now < self.end:
             return False
-        if self.build_limit and now < self.started + self.build_limit and _compiling(self.session):
+        if self.build_limit and now < self.started + self.build_limit and self._compiling(now):
             self.compiled = True
             self.end = now + 1.0  # look again in a second
             return False
         return True
+
+    def _compiling(self, now: float) -> bool:
+        """Compilers run in the worker's session and one of them used CPU time within
+        COMPILER_IDLE_S: a real compiler left waiting on a pipe (`gcc -E -`), or a new one started
+        every second to wait the same way, buys no build time past that."""
+        cpu = _compilers(self.session)
+        if any(ticks > self.cpu.get(pid, 0) for pid, ticks in cpu.items()):
+            self.busy = now
+        self.cpu = cpu
+        return bool(cpu) and now - self.busy < COMPILER_IDLE_S
 
     def reason(self) -> str:
         if self.compiled and time.monotonic() >= self.started + self.build_limit:
@@ -637,25 +653,29 @@ def _processes():
             yield int(pid), comm, int(rest[3]), uid
 
 
-def _compiling(session: int) -> bool:
-    """A compiler, linker or build tool runs in the worker's session (ninja puts each job in a
-    process group of its own; the session stays the worker's: setsid is refused). Judged by the
-    program the process runs (/proc/<pid>/exe), not by the name it gives itself (PR_SET_NAME), and
-    only a program installed where the worker cannot write (_tool_folders): a copy of /bin/sleep
-    named cc1plus in its own folders buys no build time."""
+def _compilers(session: int) -> dict[int, int]:
+    """The compilers, linkers and build tools running in the worker's session (ninja puts each job
+    in a process group of its own; the session stays the worker's: setsid is refused), each with the
+    CPU time it has used (clock ticks, its reaped children's included). Judged by the program the
+    process runs (/proc/<pid>/exe), not by the name it gives itself (PR_SET_NAME), and only a program
+    installed where the worker cannot write (_tool_folders): a copy of /bin/sleep named cc1plus in
+    its own folders is none."""
+    found = {}
     for pid, comm, sid, _ in _processes():
         if sid != session or comm not in COMPILERS:
             continue
         try:
             exe = os.path.realpath(os.readlink(f"/proc/{pid}/exe"))
+            stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             continue
         program = Path(exe).name  # e.g. x86_64-linux-gnu-g++-12, cc1plus
         if not any(_beneath(exe, folder) for folder in _tool_folders()):
             continue
         if program in COMPILERS or any(name in program for name in COMPILERS if len(name) > 2):
-            return True
-    return False
+            fields = stat[stat.rindex(")") + 2:].split()  # fields 3...: utime 14, stime 15, cutime 16, cstime 17
+            found[pid] = sum(int(f) for f in fields[11:15])
+    return found
 
 
 @functools.lru_cache(maxsize=1)

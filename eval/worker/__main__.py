@@ -1,12 +1,14 @@
 """Worker process entry: `python -m eval.worker REQ_FD REPLY_FD KEY_FD NATIVE_SO LEVEL UID PATHS`.
 
-Started by the judge (eval/judge/channel.py). Order matters: the per-thread layers (namespaces,
-capabilities, Landlock) go on first, while this is the only thread; then torch and CUDA start (the
-judge has started CUDA on this machine before, so /dev/nvidia-uvm exists: no setuid nvidia-modprobe
-is needed); then the uid change and seccomp, which reach every thread; only then is anything of the
-submission's imported. LEVEL is how much sandbox the judge asks for; PATHS
-is a JSON object of path lists: "write" (folders and device files it may write), "read" (what it may
-read and run; absent: reads are not restricted) and "list" (folders it may only list).
+Started by the judge (eval/judge/channel.py). Order matters (eval/worker/sandbox.py names the
+levels). At LEVEL "full": CUDA's driver is initialised alone (cuInit, while the process still has
+the rights it needs: the setuid nvidia-modprobe, the container's /proc), then the per-thread layers
+(namespaces, capabilities, Landlock) go on while this is the only thread, then torch and the CUDA
+context start, then the uid change and seccomp, which reach every thread; only then is anything of
+the submission's imported. At the judge's step-downs ("cuda-first", "no-uid") torch and the context
+start first and every layer follows (the order that kept CUDA working before). PATHS is a JSON
+object of path lists: "write" (folders and device files it may write), "read" (what it may read and
+run; absent: reads are not restricted) and "list" (folders it may only list).
 """
 import faulthandler
 import json
@@ -19,14 +21,20 @@ if __name__ == "__main__":
     uid = uid if uid >= 0 else None
     from eval.worker import sandbox  # standard library only
 
-    # before any thread exists: namespaces, capabilities and Landlock bind the calling thread and the
-    # threads it starts later (torch's import starts some: numpy's OpenBLAS server, CUDA's)
-    early = sandbox.apply_early(paths["write"], uid, level, paths.get("read"), paths.get("list", []))
+    def per_thread_layers() -> dict:
+        return sandbox.apply_early(paths["write"], uid, level, paths.get("read"), paths.get("list", []))
+
+    early = None
+    if level in sandbox.EARLY_LEVELS:  # before any thread exists: every thread torch starts is bound
+        driver_state = sandbox.start_driver()
+        early = {"cuda driver": driver_state, **per_thread_layers()}
     import torch  # trusted
 
     if torch.cuda.is_available():
         torch.cuda.init()
         torch.empty(1, device="cuda")  # the context exists and is current on this thread
+    if early is None:
+        early = per_thread_layers()
     from eval.worker import driver
 
     layers = sandbox.apply_late(uid, level, early)  # the uid and seccomp: every thread

@@ -3,8 +3,17 @@ the kernel binds to the calling thread and its later threads: namespaces, capabi
 apply_late after CUDA has started (uid and seccomp, which reach every thread) and before the
 submission is imported. Standard library only (ctypes).
 
-Layers, each reported as "on" or why not (LEVEL "full"; "no-uid" skips the uid change; "none" applies
-nothing, the judge's last resort when CUDA does not work inside the sandbox):
+LEVEL, the judge's first choice first (it steps down while CUDA does not work inside the sandbox):
+  full        CUDA's driver initialised alone (cuInit through libcuda, while the process has the
+              rights it needs: nvidia-modprobe, the container's /proc), then the per-thread layers,
+              then torch: every thread torch and CUDA start later is inside them
+  cuda-first  torch and the CUDA context first, then every layer: threads started before the
+              sandbox (the driver's, a BLAS pool's) are outside the per-thread layers, and the
+              "threads" entry says how many (the order that works where "full" breaks CUDA)
+  no-uid      as cuda-first, without the uid change
+  none        nothing, the last resort
+Layers, each reported as "on" or why not:
+  cuda driver    (full) cuInit before the sandbox, and the threads it left
   uid            as root: an unprivileged uid (all threads: glibc changes every thread's ids)
   no_new_privs   no setuid binary can give privileges back
   capabilities   when still root: all dropped, so no CAP_SYS_PTRACE / CAP_DAC_OVERRIDE (the judge is
@@ -77,9 +86,31 @@ SHARED_MEMORY = "/dev/shm"
 PROC_GID = 999_999_999  # nobody's group (workers' own uids and gids start at 1e9)
 SHM_CAP_BYTES = 1 << 30  # the private /dev/shm holds at most this, or a quarter of RAM where that is less
 
+UID_LEVELS = ("full", "cuda-first")  # the levels that drop to an unprivileged uid
+EARLY_LEVELS = ("full",)  # the levels whose per-thread layers go on before torch
+
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+def start_driver() -> str:
+    """cuInit(0) through libcuda, before any layer and before torch: the driver's first start may
+    run the setuid nvidia-modprobe (device files, /dev/nvidia-uvm) and read the container's
+    /proc/driver/nvidia, neither possible inside the sandbox; what it opens stays usable after.
+    Torch's later cuInit finds it done. No GPU, no driver: nothing to do."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") == "":
+        return "n/a (no GPU visible)"
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "n/a (no CUDA driver)"
+    rc = cuda.cuInit(0)
+    if rc == 100:  # CUDA_ERROR_NO_DEVICE: a driver without a GPU (a CPU machine with the libraries)
+        return "n/a (no GPU)"
+    threads = len(os.listdir("/proc/self/task"))
+    return f"on (cuInit before the sandbox; {threads} thread{'s' if threads > 1 else ''} then)" if rc == 0 else \
+        f"cuInit failed before the sandbox (CUresult {rc})"
 
 
 def _err() -> str:
@@ -113,7 +144,7 @@ def apply_early(writable: list[str], uid: int | None, level: str = "full", reada
         applied["no_new_privs"] = "on" if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else f"failed ({_err()})"
     applied["landlock"] = _landlock(arch, writable, readable, listable)
     if root:  # after Landlock (CAP_SYS_ADMIN allowed it): all gone, but the two the uid change needs
-        keep = (CAP_SETGID, CAP_SETUID) if uid is not None and level == "full" else ()
+        keep = (CAP_SETGID, CAP_SETUID) if uid is not None and level in UID_LEVELS else ()
         applied["capabilities"] = _drop_capabilities(arch, keep)
     return applied
 
@@ -126,7 +157,7 @@ def apply_late(uid: int | None, level: str, applied: dict[str, str]) -> dict[str
         return applied
     arch = platform.machine()
     applied = dict(applied)
-    if uid is not None and os.geteuid() == 0 and level == "full":
+    if uid is not None and os.geteuid() == 0 and level in UID_LEVELS:
         try:
             os.setgroups([])
             os.setresgid(uid, uid, uid)

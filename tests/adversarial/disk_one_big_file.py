@@ -2,7 +2,7 @@
 any quota a judge could watch for between two looks. Expected: the kernel refuses the write past the
 worker's file-size limit (RLIMIT_FSIZE at the quota: SIGXFSZ kills the worker), or the judge's
 watch kills it first ("disk quota"). Python ignores SIGXFSZ, so the write past the limit fails with
-EFBIG instead: the file stops at the quota. Returns zeros only if the whole GiB was written.
+EFBIG instead: the file stops at the quota. Returns zeros only if the whole GiB was written."""
 import importlib.util
 import os
 import pathlib
