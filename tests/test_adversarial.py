@@ -16,7 +16,8 @@ from tests.conftest import HAS_CUDA, ROOT
 ADV = ROOT / "tests" / "adversarial"
 MANIFEST = yaml.safe_load((ADV / "manifest.yaml").read_text())
 SLOW_TO_FAIL = {"hangs": 15.0, "import_hang": 15.0, "orphan_outlives_judge": 15.0, "fake_compiler_hang": 15.0,
-               "idle_compiler_hang": 15.0}  # per-case timeout for submissions that never return
+               "idle_compiler_hang": 15.0, "drip_compiler_hang": 15.0, "preload_compiler_hang": 15.0,
+               "honest_slow_build": 5.0}  # per-case timeout for submissions that never return
 
 
 def options(tmp_path, name):

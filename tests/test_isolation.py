@@ -320,3 +320,31 @@ def test_shared_memory_a_worker_leaves_is_gone_with_it(tmp_path):
     assert probe.passed, f"the probe saw what the planting run left: {reason(probe)}"
     if os.geteuid() == 0:
         assert planted.environment.sandbox.get("shm", "").startswith("on (private tmpfs"), planted.environment.sandbox
+
+
+def _without_capabilities():
+    """preexec_fn: the child keeps its uid (root, where the tests run as root) and drops every capability, as a worker
+    that keeps root does."""
+    import platform
+
+    from eval.worker import sandbox
+
+    sandbox._drop_capabilities(platform.machine())
+
+
+def test_a_worker_cannot_reschedule_a_neighbour(tmp_path):
+    """A neighbour as a worker that keeps root is (root, no capabilities): the probe sets its priority,
+    CPU set and scheduling class to what they are; each is refused (seccomp where root is kept, the
+    kernel where the uid is dropped), so the probe returns the honest output."""
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], preexec_fn=_without_capabilities)
+    try:
+        probe = tmp_path / "renice_probe.py"
+        probe.write_text((ADV / "renice_neighbour.py").read_text().replace(
+            "TARGET = None", f"TARGET = {victim.pid}").replace("_HERE.parents[2]", f"Path({str(ROOT)!r})")
+            .replace("import pathlib", "import pathlib\nfrom pathlib import Path"))
+        record = modes.run_tests(probe, smoke(), options(tmp_path))
+        assert record.passed, reason(record)
+        assert victim.poll() is None and os.getpriority(os.PRIO_PROCESS, victim.pid) == 0
+    finally:
+        victim.kill()
+        victim.wait()

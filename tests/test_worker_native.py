@@ -199,7 +199,8 @@ def test_where_cuda_fails_inside_the_sandbox_the_judge_steps_down_one_level_at_a
     def hello(self, level):
         tried.append(level)
         self.uid = channel.worker_uid(None) if level in channel.UID_LEVELS else None
-        return {"cuda": level != "full", "sandbox": {}}
+        return {"cuda": level != "full", "sandbox": {},
+                "cuda_error": "RuntimeError: ... Error 304: OS call failed or operation not supported on this OS"}
 
     monkeypatch.setattr(channel.WorkerProcess, "_hello", hello)
     monkeypatch.setattr(channel.WorkerProcess, "_load", lambda self, *a: None)
@@ -207,7 +208,31 @@ def test_where_cuda_fails_inside_the_sandbox_the_judge_steps_down_one_level_at_a
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.delenv("EVAL_SANDBOX", raising=False)
     monkeypatch.setattr(channel, "_LEVEL", [])
-    channel.WorkerProcess(None, tmp_path / "w.log").start(60)
+    info = channel.WorkerProcess(None, tmp_path / "w.log").start(60)
     assert tried == ["full", "cuda-first"] and channel._LEVEL == ["cuda-first"]
+    assert info["sandbox"]["sandbox level"].startswith("cuda-first, stepped down: CUDA failed at full (RuntimeError")
     channel.WorkerProcess(None, tmp_path / "w2.log").start(60)
     assert tried[2:] == ["cuda-first"]
+
+
+def test_a_full_gpu_is_no_reason_to_step_down(monkeypatch, tmp_path):
+    """A neighbour that fills the GPU's memory while a worker says hello must not talk its judge into
+    less sandbox: an out-of-memory CUDA failure is one line, and the level stays where it was."""
+    import pytest
+    import torch
+
+    tried = []
+
+    def hello(self, level):
+        tried.append(level)
+        return {"cuda": False, "cuda_error": "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB",
+                "sandbox": {}}
+
+    monkeypatch.setattr(channel.WorkerProcess, "_hello", hello)
+    monkeypatch.setattr(channel.WorkerProcess, "close", lambda self: None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.delenv("EVAL_SANDBOX", raising=False)
+    monkeypatch.setattr(channel, "_LEVEL", [])
+    with pytest.raises(channel.WorkerFailure, match="for want of GPU resources, not because of its sandbox"):
+        channel.WorkerProcess(None, tmp_path / "w.log").start(60)
+    assert tried == ["full"] and channel._LEVEL == []

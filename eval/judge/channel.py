@@ -31,6 +31,7 @@ import hmac
 import json
 import os
 import pickle
+import re
 import resource
 import secrets
 import select
@@ -54,7 +55,11 @@ REPLY_KINDS = {"hello": "hello", "load": "ready", "trial": "trial", "runs": "run
 TEXT_HEADER_LIMIT = 16 << 20  # a reply without measurements (hello, ready, text, error)
 COMPILERS = {"nvcc", "cicc", "ptxas", "ninja", "cc1plus", "cc1", "g++", "gcc", "c++", "cc", "ld", "collect2",
              "cudafe++", "fatbinary", "nvlink", "as", "clang", "clang++", "nvdisasm", "cuobjdump"}
-COMPILER_IDLE_S = 20.0  # past --timeout, compilers that used no CPU this long buy no more build time
+# past --timeout, an import goes on while compilers were busy (running or runnable) at least
+# COMPILER_SHARE of the last COMPILER_WINDOW_S (Deadline._compiling)
+COMPILER_WINDOW_S, COMPILER_SHARE = 20.0, 0.25
+# a CUDA failure that says the GPU is full or taken: a neighbour's doing, never a reason to step down
+RESOURCE_ERRORS = ("out of memory", "busy or unavailable", "memoryallocation", "devicesunavailable")
 WORKER_UIDS = (1_000_000_000, 100_000_000)  # first uid and how many: a uid of its own for each worker
 BOOT = ("import os,sys,runpy;sys.path[:0]=os.environ['EVAL_WORKER_PATH'].split(os.pathsep);"
         "runpy.run_module('eval.worker',run_name='__main__',alter_sys=True)")
@@ -265,14 +270,23 @@ class WorkerProcess:
         if first not in SANDBOX_LEVELS:
             raise WorkerFailure(f"EVAL_SANDBOX={first} is not one of {', '.join(SANDBOX_LEVELS)}")
         levels = SANDBOX_LEVELS[SANDBOX_LEVELS.index(first):]
+        failed = []  # (level, why CUDA failed there)
         for level in levels:
             info = self._hello(level)
             if info.get("cuda") or not self.gpu or not torch.cuda.is_available():
                 if not chosen and self.gpu and level != "full":
                     _LEVEL[:] = [level]  # this machine's fallback: later workers start there
+                if failed and isinstance(info.get("sandbox"), dict):
+                    info["sandbox"]["sandbox level"] = f"{level}, stepped down: " + "; ".join(
+                        f"CUDA failed at {lv} ({why})" for lv, why in failed)
                 self._load(import_timeout or load_timeout, load_timeout)
                 return info
+            why = text.from_worker(info.get("cuda_error") or "no reason given", 300)
             self.close()
+            if any(word in why.lower() for word in RESOURCE_ERRORS):
+                raise WorkerFailure(f"CUDA failed in the worker for want of GPU resources, not because of its "
+                                    f"sandbox: {why} (is another process holding the GPU?)")
+            failed.append((level, why))
         raise WorkerFailure("the worker cannot use CUDA even without its sandbox (see the worker log)")
 
     def _hello(self, level: str) -> dict:
@@ -493,8 +507,8 @@ class Deadline:
         self.started = time.monotonic()
         self.end = self.started + timeout
         self.compiled = False
-        self.cpu: dict[int, int] = {}  # compiler pid -> CPU ticks at the last look
-        self.busy = time.monotonic()  # when a compiler last made progress
+        self.seen: dict[int, int] = {}  # compiler pid -> its busy ns at the last look
+        self.looks: list[tuple[float, int]] = []  # (when, busy ns added since the look before)
 
     def left(self) -> float:
         return max(0.0, self.end - time.monotonic())
@@ -510,14 +524,24 @@ class Deadline:
         return True
 
     def _compiling(self, now: float) -> bool:
-        """Compilers run in the worker's session and one of them used CPU time within
-        COMPILER_IDLE_S: a real compiler left waiting on a pipe (`gcc -E -`), or a new one started
-        every second to wait the same way, buys no build time past that."""
-        cpu = _compilers(self.session)
-        if any(ticks > self.cpu.get(pid, 0) for pid, ticks in cpu.items()):
-            self.busy = now
-        self.cpu = cpu
-        return bool(cpu) and now - self.busy < COMPILER_IDLE_S
+        """Past --timeout, compilers run in the worker's session and keep busy: over the last
+        COMPILER_WINDOW_S (or since the first look, if sooner) they were running or waiting for a
+        CPU at least COMPILER_SHARE of the time (a new compiler brings what it did before the
+        look). A real compiler left waiting on a pipe (`gcc -E -`), one that sleeps between short
+        steps (a `-wrapper` shell), or the submission's own code in a compiler's process (a library
+        mapped from outside the tool folders: LD_PRELOAD, -fplugin) buys no build time; burning a
+        core to look busy buys what a real build of that length would, up to the build limit."""
+        busy = _compilers(self.session)
+        if not busy:
+            return False
+        added = sum(max(0, ns - self.seen.get(pid, 0)) for pid, ns in busy.items())
+        self.seen = busy
+        self.looks.append((now, added))
+        first = self.looks[0][0]
+        start = max(first, now - COMPILER_WINDOW_S)
+        self.looks = [(t, ns) for t, ns in self.looks if t >= start]
+        span = now - start
+        return span < 1.0 or sum(ns for _, ns in self.looks) >= COMPILER_SHARE * span * 1e9
 
     def reason(self) -> str:
         if self.compiled and time.monotonic() >= self.started + self.build_limit:
@@ -655,27 +679,62 @@ def _processes():
 
 def _compilers(session: int) -> dict[int, int]:
     """The compilers, linkers and build tools running in the worker's session (ninja puts each job
-    in a process group of its own; the session stays the worker's: setsid is refused), each with the
-    CPU time it has used (clock ticks, its reaped children's included). Judged by the program the
-    process runs (/proc/<pid>/exe), not by the name it gives itself (PR_SET_NAME), and only a program
-    installed where the worker cannot write (_tool_folders): a copy of /bin/sleep named cc1plus in
-    its own folders is none."""
+    in a process group of its own; the session stays the worker's: setsid is refused), each with how
+    long it has been busy (ns: running or waiting for a CPU, /proc/<pid>/schedstat, plus the CPU
+    time of its children it has reaped). A build tool by the program it runs (/proc/<pid>/exe), not
+    by the name it gives itself, installed where the worker cannot write (_tool_folders), with no
+    code mapped from anywhere else (an LD_PRELOAD library, a plugin): a copy of /bin/sleep named
+    cc1plus in its own folders, or the submission's code loaded into a real gcc, is none."""
+    folders = _tool_folders()
     found = {}
-    for pid, comm, sid, _ in _processes():
-        if sid != session or comm not in COMPILERS:
+    for pid, _, sid, _ in _processes():
+        if sid != session:
             continue
         try:
             exe = os.path.realpath(os.readlink(f"/proc/{pid}/exe"))
+            if not _build_tool(Path(exe).name) or not _beneath_any(exe, folders) or not _only_tool_code(pid, folders):
+                continue
             stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        program = Path(exe).name  # e.g. x86_64-linux-gnu-g++-12, cc1plus
-        if not any(_beneath(exe, folder) for folder in _tool_folders()):
-            continue
-        if program in COMPILERS or any(name in program for name in COMPILERS if len(name) > 2):
             fields = stat[stat.rindex(")") + 2:].split()  # fields 3...: utime 14, stime 15, cutime 16, cstime 17
-            found[pid] = sum(int(f) for f in fields[11:15])
+            tick = 1e9 / os.sysconf("SC_CLK_TCK")
+            children = int((int(fields[13]) + int(fields[14])) * tick)
+            try:
+                on_cpu, waiting = Path(f"/proc/{pid}/schedstat").read_text().split()[:2]
+                own = int(on_cpu) + int(waiting)
+            except (OSError, ValueError):
+                own = int((int(fields[11]) + int(fields[12])) * tick)
+        except (OSError, ValueError, IndexError):
+            continue
+        found[pid] = own + children
     return found
+
+
+def _build_tool(program: str) -> bool:
+    """A compiler, linker or build tool by its program's file name, as installed: cc1plus, nvcc,
+    x86_64-linux-gnu-g++-12, ld.bfd, ld.gold."""
+    name = re.sub(r"^(x86_64|aarch64)-linux-gnu-", "", program)
+    name = re.sub(r"-\d+(\.\d+)*$", "", name)
+    if name.startswith("ld."):
+        name = "ld"
+    return name in COMPILERS
+
+
+def _beneath_any(path: str, folders) -> bool:
+    return any(_beneath(path, folder) for folder in folders)
+
+
+def _only_tool_code(pid: int, folders) -> bool:
+    """Every file the process has mapped executable lies in the tool folders (the vDSO and
+    anonymous memory aside)."""
+    with open(f"/proc/{pid}/maps") as maps:
+        for line in maps:
+            parts = line.split(maxsplit=5)
+            if len(parts) < 6 or "x" not in parts[1] or not parts[5].startswith("/"):
+                continue
+            path = parts[5].rstrip("\n")
+            if path.endswith(" (deleted)") or not _beneath_any(os.path.realpath(path), folders):
+                return False
+    return True
 
 
 @functools.lru_cache(maxsize=1)

@@ -30,12 +30,16 @@ if __name__ == "__main__":
         early = {"cuda driver": driver_state, **per_thread_layers()}
     import torch  # trusted
 
+    cuda_error = None
     if torch.cuda.is_available():
-        torch.cuda.init()
-        torch.empty(1, device="cuda")  # the context exists and is current on this thread
+        try:
+            torch.cuda.init()
+            torch.empty(1, device="cuda")  # the context exists and is current on this thread
+        except Exception as exc:  # noqa: BLE001 - said in the hello: the judge decides
+            cuda_error = f"{type(exc).__name__}: {exc}"
     if early is None:
         early = per_thread_layers()
     from eval.worker import driver
 
     layers = sandbox.apply_late(uid, level, early)  # the uid and seccomp: every thread
-    driver.serve(request_fd, reply_fd, key_fd, native_so, layers)
+    driver.serve(request_fd, reply_fd, key_fd, native_so, layers, cuda_error)

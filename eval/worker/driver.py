@@ -87,7 +87,7 @@ def describe_error(exc: BaseException) -> str:
 
 
 class Worker:
-    def __init__(self, native, layers: dict):
+    def __init__(self, native, layers: dict, cuda_error: str | None = None):
         import torch
 
         from eval import problem_folder
@@ -98,7 +98,8 @@ class Worker:
         self.layers = layers
         self.reference = reference
         self.torch = torch
-        self.cuda = torch.cuda.is_available()
+        self.cuda = torch.cuda.is_available() and not cuda_error
+        self.cuda_error = cuda_error
         self.module = None
         self.said_hello = False
 
@@ -130,8 +131,11 @@ class Worker:
             from eval.worker import emulation
 
             emulated = emulation.install()
+        works, error = _cuda_works(self.torch) if self.cuda else (False, self.cuda_error)
         info = {"sandbox": self.layers, "python": platform.python_version(), "torch": self.torch.__version__,
-                "cuda": self.cuda and _cuda_works(self.torch), "emulated": emulated}
+                "cuda": works, "emulated": emulated}
+        if not works:  # the judge steps the sandbox down for a failure to start, not for a full GPU
+            info["cuda_error"] = error or "torch.cuda.is_available() is False inside the worker"
         self.native.reply(nonce, "hello", json.dumps(info))
 
     def op_load(self, nonce: str, request: dict) -> None:
@@ -196,12 +200,12 @@ class Worker:
         sys.stderr.flush()
 
 
-def _cuda_works(torch) -> bool:
-    """A real allocation and kernel, not only a device count."""
+def _cuda_works(torch) -> tuple[bool, str | None]:
+    """A real allocation and kernel, not only a device count; what failed, if it did."""
     try:
-        return int(torch.ones(1, device="cuda").add_(1).item()) == 2
-    except Exception:
-        return False
+        return int(torch.ones(1, device="cuda").add_(1).item()) == 2, None
+    except Exception as exc:  # noqa: BLE001 - any failure is the answer
+        return False, f"{type(exc).__name__}: {exc}"
 
 
 def mapped_library(prefix: str) -> str | None:
@@ -217,17 +221,19 @@ def mapped_library(prefix: str) -> str | None:
     return None
 
 
-def serve(request_fd: int, reply_fd: int, key_fd: int, native_so: str, layers: dict) -> None:
+def serve(request_fd: int, reply_fd: int, key_fd: int, native_so: str, layers: dict,
+          cuda_error: str | None = None) -> None:
+    """cuda_error: why CUDA did not start in eval/worker/__main__.py (None: it started, or no GPU)."""
     import torch  # already imported, CUDA started (eval/worker/__main__.py)
 
     from eval.worker import build
 
     native = build.load(native_so)
-    cuda = torch.cuda.is_available()
+    cuda = torch.cuda.is_available() and not cuda_error
     driver = (mapped_library("libcudart.so") or "") if cuda else ""  # torch's CUDA runtime
     # key, driver, GPU state and the memory filter fixed before the submission exists
     hardening = native.open_channel(key_fd, reply_fd, driver, cuda, FLUSH_L2_MULTIPLE, not layers.get("sandbox"))
-    worker = Worker(native, {**layers, **{f"native {k}": v for k, v in hardening.items()}})
+    worker = Worker(native, {**layers, **{f"native {k}": v for k, v in hardening.items()}}, cuda_error)
     while True:
         request = read_request(request_fd)
         if request is None:

@@ -36,7 +36,8 @@ Layers, each reported as "on" or why not:
                  says so)
   landlock scope  (ABI 6+) no signal to, and no abstract unix socket of, any process outside this
                  worker's Landlock domain: the judge, other workers, anything else on the machine
-  seccomp        prlimit64 on any process but itself, IP sockets (UDP too) refused; ptrace, process_vm_readv/writev, pidfd_getfd, kcmp, tkill and pidfd_send_signal
+  seccomp        prlimit64 on any process but itself, IP sockets (UDP too) refused; where root is
+                 kept, scheduling, priority and page moves of any process but itself too; ptrace, process_vm_readv/writev, pidfd_getfd, kcmp, tkill and pidfd_send_signal
                  refused (EPERM), and kill/tgkill/rt_*sigqueueinfo aimed at the judge, at -1 or at
                  another process group; setsid (the worker's session is how the judge finds and
                  kills everything it started), unshare, setns and clone with namespace flags
@@ -77,6 +78,17 @@ CAP_SETGID, CAP_SETUID = 6, 7
 # another process could set a neighbour's or the judge's CPU limit to 1 s (a kill seccomp's signal
 # rules never see)
 OWN_ONLY = {"x86_64": {"prlimit64": 302}, "aarch64": {"prlimit64": 261}}
+# where the worker keeps root, its neighbours are root too: the kernel lets it renice them, change
+# their scheduling class or CPUs, move their pages (red team round 8: a rival's threads at nice 19,
+# SCHED_IDLE, one CPU, its throughput halved). These go to itself only (first argument 0 or its pid;
+# a thread id of its own is refused as well: pthread_setaffinity_np fails where root is kept)
+OWN_ONLY_AS_ROOT = {"x86_64": {"sched_setparam": 142, "sched_setscheduler": 144, "sched_setaffinity": 203,
+                               "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279},
+                    "aarch64": {"sched_setparam": 118, "sched_setscheduler": 119, "sched_setaffinity": 122,
+                                "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239}}
+# (which, who) calls: allowed only for which = the process itself, who = 0 or its pid
+WHO_AS_ROOT = {"x86_64": {"setpriority": (141, 0), "ioprio_set": (251, 1)},
+               "aarch64": {"setpriority": (140, 0), "ioprio_set": (30, 1)}}
 SOCKET = {"x86_64": 41, "aarch64": 198}
 AF_INET, AF_INET6 = 2, 10
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
@@ -219,12 +231,12 @@ def _private_proc() -> str:
 
 
 def _drop_capabilities(arch: str, keep: tuple[int, ...] = ()) -> str:
-    """Every capability dropped from the bounding set and this thread's sets, but `keep`."""
+    """Every capability dropped from the bounding set (all of them: the uid change needs `keep`
+    effective, not bounding) and from this thread's sets but `keep`."""
     if arch not in SYS:
         return f"unavailable (architecture {arch})"
     for cap in range(64):
-        if cap not in keep:
-            _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+        _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     mask = sum(1 << cap for cap in keep)
     header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
     data = struct.pack("IIIIII", mask, mask, 0, 0, 0, 0)  # effective, permitted, inheritable (x2 words)
@@ -334,8 +346,13 @@ def _seccomp(arch: str, judge_pid: int, own_pid: int) -> str:
     for number in SIGNALS[arch].values():
         prog += [_bpf(jeq, number, 0, len(target)), *target]
     own = [_bpf(ld_abs, 16), _bpf(jeq, 0, 2, 0), _bpf(jeq, own_pid, 1, 0), _bpf(ret, deny), _bpf(ret, allow)]
-    for number in OWN_ONLY[arch].values():
+    as_root = os.geteuid() == 0  # after the uid change: still root, so its neighbours are root's
+    for number in [*OWN_ONLY[arch].values(), *(OWN_ONLY_AS_ROOT[arch].values() if as_root else ())]:
         prog += [_bpf(jeq, number, 0, len(own)), *own]
+    for number, which in WHO_AS_ROOT[arch].values() if as_root else ():
+        who = [_bpf(ld_abs, 16), _bpf(jeq, which, 0, 3), _bpf(ld_abs, 24), _bpf(jeq, 0, 2, 0),
+               _bpf(jeq, own_pid, 1, 0), _bpf(ret, deny), _bpf(ret, allow)]
+        prog += [_bpf(jeq, number, 0, len(who)), *who]
     # no IP sockets at all (UDP too: Landlock's network rules cover TCP only, where there is no
     # network namespace)
     prog += [_bpf(jeq, SOCKET[arch], 0, 5), _bpf(ld_abs, 16), _bpf(jeq, AF_INET, 1, 0), _bpf(jeq, AF_INET6, 0, 1),
