@@ -54,10 +54,13 @@ REPLY_KINDS = {"hello": "hello", "load": "ready", "trial": "trial", "runs": "run
                "profile": "text", "configs": "text"}
 TEXT_HEADER_LIMIT = 16 << 20  # a reply without measurements (hello, ready, text, error)
 COMPILERS = {"nvcc", "cicc", "ptxas", "ninja", "cc1plus", "cc1", "g++", "gcc", "c++", "cc", "ld", "collect2",
+             "lto1", "lto-wrapper", "cc1obj", "cc1objplus", "f951", "make",
              "cudafe++", "fatbinary", "nvlink", "as", "clang", "clang++", "nvdisasm", "cuobjdump"}
 # past --timeout, an import goes on while compilers were busy (running or runnable) at least
 # COMPILER_SHARE of the last COMPILER_WINDOW_S (Deadline._compiling)
-COMPILER_WINDOW_S, COMPILER_SHARE = 20.0, 0.25
+COMPILER_WINDOW_S, COMPILER_SHARE = 20.0, 0.2
+COMPILER_GAP_S = 5.0  # a look that finds no compiler ends the import only this long after the last that did
+WORKER_NPROC = 4096  # processes (and threads) of a worker's own uid
 # a CUDA failure that says the GPU is full or taken: a neighbour's doing, never a reason to step down
 RESOURCE_ERRORS = ("out of memory", "busy or unavailable", "memoryallocation", "devicesunavailable")
 WORKER_UIDS = (1_000_000_000, 100_000_000)  # first uid and how many: a uid of its own for each worker
@@ -282,10 +285,15 @@ class WorkerProcess:
                 self._load(import_timeout or load_timeout, load_timeout)
                 return info
             why = text.from_worker(info.get("cuda_error") or "no reason given", 300)
+            neighbours = _live_workers(self.claim)
             self.close()
             if any(word in why.lower() for word in RESOURCE_ERRORS):
                 raise WorkerFailure(f"CUDA failed in the worker for want of GPU resources, not because of its "
                                     f"sandbox: {why} (is another process holding the GPU?)")
+            if neighbours and level != "full":  # cuda-first keeps every layer; below it, not on a neighbour's account
+                raise WorkerFailure(f"CUDA failed in the worker at sandbox level {level} while {neighbours} other "
+                                    f"worker(s) ran on this machine: {why}; the sandbox is not lowered further while "
+                                    "a neighbour could be the cause (judge it again alone, or set EVAL_SANDBOX)")
             failed.append((level, why))
         raise WorkerFailure("the worker cannot use CUDA even without its sandbox (see the worker log)")
 
@@ -351,6 +359,10 @@ class WorkerProcess:
 
         try:  # descriptors: a flood of them makes each look slow (red team round 7)
             resource.prlimit(session, resource.RLIMIT_NOFILE, (4096, 4096))
+        except (OSError, ValueError):
+            pass
+        try:  # processes of its uid (root is exempt): no exhausting the machine's pids (round 9)
+            resource.prlimit(session, resource.RLIMIT_NPROC, (WORKER_NPROC, WORKER_NPROC))
         except (OSError, ValueError):
             pass
         return disk_quota.DiskWatch([str(private.root), str(private.builds)], pids,
@@ -507,8 +519,10 @@ class Deadline:
         self.started = time.monotonic()
         self.end = self.started + timeout
         self.compiled = False
-        self.seen: dict[int, int] = {}  # compiler pid -> its busy ns at the last look
+        self.seen: dict[tuple[int, int], int] = {}  # (pid, start time) of a compiler -> its busy ns at the last look
+        self.foreign: set[tuple[int, int]] = set()  # processes that were no compiler once: never one again
         self.looks: list[tuple[float, int]] = []  # (when, busy ns added since the look before)
+        self.last_seen = 0.0  # when a look last found a compiler (the deadline, at the first look)
 
     def left(self) -> float:
         return max(0.0, self.end - time.monotonic())
@@ -525,22 +539,31 @@ class Deadline:
 
     def _compiling(self, now: float) -> bool:
         """Past --timeout, compilers run in the worker's session and keep busy: over the last
-        COMPILER_WINDOW_S (or since the first look, if sooner) they were running or waiting for a
-        CPU at least COMPILER_SHARE of the time (a new compiler brings what it did before the
-        look). A real compiler left waiting on a pipe (`gcc -E -`), one that sleeps between short
-        steps (a `-wrapper` shell), or the submission's own code in a compiler's process (a library
-        mapped from outside the tool folders: LD_PRELOAD, -fplugin) buys no build time; burning a
-        core to look busy buys what a real build of that length would, up to the build limit."""
-        busy = _compilers(self.session)
-        if not busy:
-            return False
-        added = sum(max(0, ns - self.seen.get(pid, 0)) for pid, ns in busy.items())
-        self.seen = busy
+        COMPILER_WINDOW_S (or since the first look, if sooner) they ran at least COMPILER_SHARE of
+        the time (on a CPU, or waiting for one no longer than they ran; a new compiler brings what
+        it did before the look), and a look found one within COMPILER_GAP_S (the Python between two
+        builds). A real compiler left waiting on a pipe (`gcc -E -`), one that sleeps between short
+        steps (a `-wrapper` shell), idle ones made to wait in a run queue, or the submission's own
+        code in a compiler's process (a library mapped from outside the tool folders, anonymous
+        executable memory) buy no build time; burning a core to look busy buys what a real build
+        of that length would, up to the build limit."""
+        if not self.looks:
+            self.last_seen = now
+        busy, foreign = _compilers(self.session)
+        self.foreign |= foreign
+        added = 0
+        for key, ns in busy.items():
+            if key in self.foreign:
+                continue
+            added += max(0, ns - self.seen.get(key, 0))
+            self.seen[key] = max(ns, self.seen.get(key, 0))
+            self.last_seen = now
         self.looks.append((now, added))
-        first = self.looks[0][0]
-        start = max(first, now - COMPILER_WINDOW_S)
+        start = max(self.looks[0][0], now - COMPILER_WINDOW_S)
         self.looks = [(t, ns) for t, ns in self.looks if t >= start]
         span = now - start
+        if now - self.last_seen > COMPILER_GAP_S:
+            return False
         return span < 1.0 or sum(ns for _, ns in self.looks) >= COMPILER_SHARE * span * 1e9
 
     def reason(self) -> str:
@@ -597,6 +620,26 @@ class Claim:
             os.unlink(f"{self.folder}.lock")
         finally:
             os.close(self.fd)
+
+
+def _live_workers(own: "Claim | None") -> int:
+    """How many other workers on this machine have a judge alive (their lock files are held)."""
+    workers = build.cache_root() / "workers"
+    count = 0
+    for lock in workers.glob("w-*.lock") if workers.is_dir() else ():
+        if own is not None and lock == Path(f"{own.folder}.lock"):
+            continue
+        try:
+            fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # free: its judge is gone (sweep_dead's)
+        except OSError:
+            count += 1
+        finally:
+            os.close(fd)
+    return count
 
 
 def sweep_dead() -> list[str]:
@@ -677,36 +720,42 @@ def _processes():
             yield int(pid), comm, int(rest[3]), uid
 
 
-def _compilers(session: int) -> dict[int, int]:
+def _compilers(session: int) -> tuple[dict[tuple[int, int], int], set[tuple[int, int]]]:
     """The compilers, linkers and build tools running in the worker's session (ninja puts each job
-    in a process group of its own; the session stays the worker's: setsid is refused), each with how
-    long it has been busy (ns: running or waiting for a CPU, /proc/<pid>/schedstat, plus the CPU
-    time of its children it has reaped). A build tool by the program it runs (/proc/<pid>/exe), not
-    by the name it gives itself, installed where the worker cannot write (_tool_folders), with no
-    code mapped from anywhere else (an LD_PRELOAD library, a plugin): a copy of /bin/sleep named
-    cc1plus in its own folders, or the submission's code loaded into a real gcc, is none."""
+    in a process group of its own; the session stays the worker's: setsid is refused), by (pid,
+    start time), each with how long it has run (ns: on a CPU, plus time waiting for one up to as
+    long again, /proc/<pid>/schedstat, plus the CPU time of its children it has reaped); and the
+    processes that run a build tool's program with foreign code in them. A build tool by the program
+    it runs (/proc/<pid>/exe), not by the name it gives itself, installed where the worker cannot
+    write (_tool_folders), with no code mapped from anywhere else (an LD_PRELOAD library, a plugin,
+    anonymous executable memory): a copy of /bin/sleep named cc1plus in its own folders, or the
+    submission's code loaded into a real gcc, is none."""
     folders = _tool_folders()
-    found = {}
+    found, foreign = {}, set()
+    tick = 1e9 / os.sysconf("SC_CLK_TCK")
     for pid, _, sid, _ in _processes():
         if sid != session:
             continue
         try:
             exe = os.path.realpath(os.readlink(f"/proc/{pid}/exe"))
-            if not _build_tool(Path(exe).name) or not _beneath_any(exe, folders) or not _only_tool_code(pid, folders):
+            if not _build_tool(Path(exe).name) or not _beneath_any(exe, folders):
                 continue
             stat = Path(f"/proc/{pid}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()  # fields 3...: utime 14, stime 15, cutime 16, cstime 17
-            tick = 1e9 / os.sysconf("SC_CLK_TCK")
+            fields = stat[stat.rindex(")") + 2:].split()  # fields 3...: utime 14, stime 15, cutime 16, cstime 17, start 22
+            key = (pid, int(fields[19]))
+            if not _only_tool_code(pid, folders):
+                foreign.add(key)
+                continue
             children = int((int(fields[13]) + int(fields[14])) * tick)
             try:
-                on_cpu, waiting = Path(f"/proc/{pid}/schedstat").read_text().split()[:2]
-                own = int(on_cpu) + int(waiting)
+                on_cpu, waiting = (int(x) for x in Path(f"/proc/{pid}/schedstat").read_text().split()[:2])
+                own = on_cpu + min(waiting, on_cpu)
             except (OSError, ValueError):
                 own = int((int(fields[11]) + int(fields[12])) * tick)
         except (OSError, ValueError, IndexError):
             continue
-        found[pid] = own + children
-    return found
+        found[key] = own + children
+    return found, foreign
 
 
 def _build_tool(program: str) -> bool:
@@ -724,15 +773,17 @@ def _beneath_any(path: str, folders) -> bool:
 
 
 def _only_tool_code(pid: int, folders) -> bool:
-    """Every file the process has mapped executable lies in the tool folders (the vDSO and
-    anonymous memory aside)."""
+    """Every executable mapping of the process is a file in the tool folders (or the kernel's
+    vDSO): no anonymous executable memory, no file from elsewhere, none deleted."""
     with open(f"/proc/{pid}/maps") as maps:
         for line in maps:
             parts = line.split(maxsplit=5)
-            if len(parts) < 6 or "x" not in parts[1] or not parts[5].startswith("/"):
+            if len(parts) < 5 or "x" not in parts[1]:
                 continue
-            path = parts[5].rstrip("\n")
-            if path.endswith(" (deleted)") or not _beneath_any(os.path.realpath(path), folders):
+            path = parts[5].rstrip("\n") if len(parts) == 6 else ""
+            if path in ("[vdso]", "[vsyscall]", "[uprobes]"):
+                continue
+            if not path.startswith("/") or path.endswith(" (deleted)") or not _beneath_any(os.path.realpath(path), folders):
                 return False
     return True
 

@@ -42,7 +42,8 @@ Layers, each reported as "on" or why not:
                  another process group; setsid (the worker's session is how the judge finds and
                  kills everything it started), unshare, setns and clone with namespace flags
                  refused; the kernel keyrings (add_key, request_key, keyctl: shared by every
-                 process of a uid) refused; clone3 answers ENOSYS (its flags cannot be inspected; libc falls back to
+                 process of a uid) refused; inotify and fanotify refused (a watch names the files made
+                 in folders it may not list, e.g. other workers' under the cache); clone3 answers ENOSYS (its flags cannot be inspected; libc falls back to
                  clone); every thread
   parent death   the worker is killed when the judge dies (it never outlives its judge)
 """
@@ -62,10 +63,12 @@ SYS = {"x86_64": {"landlock_create_ruleset": 444, "landlock_add_rule": 445, "lan
                    "seccomp": 277, "capset": 91}}
 DENIED = {"x86_64": {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438,
                      "kcmp": 312, "tkill": 200, "pidfd_send_signal": 424, "setsid": 112, "unshare": 272,
-                     "setns": 308, "add_key": 248, "request_key": 249, "keyctl": 250},
+                     "setns": 308, "add_key": 248, "request_key": 249, "keyctl": 250, "inotify_init": 253,
+                     "inotify_init1": 294, "inotify_add_watch": 254, "fanotify_init": 300, "fanotify_mark": 301},
           "aarch64": {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438,
                       "kcmp": 272, "tkill": 130, "pidfd_send_signal": 424, "setsid": 157, "unshare": 97,
-                      "setns": 268, "add_key": 217, "request_key": 218, "keyctl": 219}}
+                      "setns": 268, "add_key": 217, "request_key": 218, "keyctl": 219, "inotify_init1": 26,
+                      "inotify_add_watch": 27, "fanotify_init": 262, "fanotify_mark": 263}}
 CLONE = {"x86_64": (56, 435), "aarch64": (220, 435)}  # clone, clone3
 CLONE_NEW_FLAGS = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
 # signals whose first argument names the target process: refused when it is the judge, -1 (everyone)
