@@ -332,7 +332,7 @@ class WorkerProcess:
             stderr=self.log.write_fd, env=_worker_env(private, self.gpu), cwd=str(private.tmp),
             start_new_session=True,
         )
-        self.claim.started(self.process.pid, uid)
+        self.claim.started(self.process.pid, uid, self.gpu)
         self.log.started()
         self.disk = self._watch_disk(private, uid)
         for fd in (req_r, rep_w, key_r):
@@ -608,10 +608,10 @@ class Claim:
         self.fd, self.folder = fd, workers / name
         self.folder.mkdir(mode=0o700)
 
-    def started(self, session: int, uid: int | None) -> None:
+    def started(self, session: int, uid: int | None, gpu: bool = True) -> None:
         """Record the worker's session (its pid, with the start time that tells it from a later
-        process of the same number) and uid."""
-        record = {"session": session, "started": _start_time(session), "uid": uid}
+        process of the same number), uid, and whether it sees the GPU."""
+        record = {"session": session, "started": _start_time(session), "uid": uid, "gpu": gpu}
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, json.dumps(record).encode(), 0)
 
@@ -623,7 +623,8 @@ class Claim:
 
 
 def _live_workers(own: "Claim | None") -> int:
-    """How many other workers on this machine have a judge alive (their lock files are held)."""
+    """How many other workers on this machine that see the GPU have a judge alive (their lock files
+    are held; a build-only worker, or one not started yet, is no neighbour on the GPU)."""
     workers = build.cache_root() / "workers"
     count = 0
     for lock in workers.glob("w-*.lock") if workers.is_dir() else ():
@@ -636,7 +637,10 @@ def _live_workers(own: "Claim | None") -> int:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # free: its judge is gone (sweep_dead's)
         except OSError:
-            count += 1
+            try:
+                count += bool(json.loads(os.pread(fd, 4096, 0) or b"{}").get("gpu"))
+            except (OSError, ValueError, AttributeError):
+                pass
         finally:
             os.close(fd)
     return count
@@ -733,29 +737,55 @@ def _compilers(session: int) -> tuple[dict[tuple[int, int], int], set[tuple[int,
     folders = _tool_folders()
     found, foreign = {}, set()
     tick = 1e9 / os.sysconf("SC_CLK_TCK")
+    tools: dict[int, tuple[int, list[str]]] = {}  # pid -> (parent, its stat fields from field 3)
+    parents: dict[int, int] = {}
     for pid, _, sid, _ in _processes():
         if sid != session:
             continue
         try:
-            exe = os.path.realpath(os.readlink(f"/proc/{pid}/exe"))
-            if not _build_tool(Path(exe).name) or not _beneath_any(exe, folders):
-                continue
             stat = Path(f"/proc/{pid}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()  # fields 3...: utime 14, stime 15, cutime 16, cstime 17, start 22
+            fields = stat[stat.rindex(")") + 2:].split()  # fields 3...: ppid 4, utime 14, stime 15, cutime 16, cstime 17, start 22
+            parents[pid] = int(fields[1])
+            exe = os.path.realpath(os.readlink(f"/proc/{pid}/exe"))
+        except (OSError, ValueError, IndexError):
+            continue
+        if _build_tool(Path(exe).name) and _beneath_any(exe, folders):
+            tools[pid] = (int(fields[1]), fields)
+    for pid, (parent, fields) in tools.items():
+        try:
             key = (pid, int(fields[19]))
             if not _only_tool_code(pid, folders):
                 foreign.add(key)
                 continue
-            children = int((int(fields[13]) + int(fields[14])) * tick)
-            try:
-                on_cpu, waiting = (int(x) for x in Path(f"/proc/{pid}/schedstat").read_text().split()[:2])
-                own = on_cpu + min(waiting, on_cpu)
-            except (OSError, ValueError):
-                own = int((int(fields[11]) + int(fields[12])) * tick)
+            own = _run_ns(pid, fields, tick)
         except (OSError, ValueError, IndexError):
             continue
+        # the CPU of reaped children, counted by the topmost tool only: a parent's count holds its
+        # children's, so counting it at every level of a chain would count one leaf many times
+        ancestor, topmost = parent, True
+        for _ in range(64):
+            if ancestor in tools:
+                topmost = False
+                break
+            if ancestor not in parents:
+                break
+            ancestor = parents[ancestor]
+        children = int((int(fields[13]) + int(fields[14])) * tick) if topmost else 0
         found[key] = own + children
     return found, foreign
+
+
+def _run_ns(pid: int, fields: list[str], tick: float) -> int:
+    """How long the process has run, every thread of it: time on a CPU plus time waiting for one,
+    the wait counted up to as long as it ran (/proc/<pid>/task/*/schedstat; else utime + stime)."""
+    on_cpu = waiting = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            run, wait = (int(x) for x in Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[:2])
+            on_cpu, waiting = on_cpu + run, waiting + wait
+    except (OSError, ValueError):
+        return int((int(fields[11]) + int(fields[12])) * tick)
+    return on_cpu + min(waiting, on_cpu)
 
 
 def _build_tool(program: str) -> bool:
@@ -783,7 +813,9 @@ def _only_tool_code(pid: int, folders) -> bool:
             path = parts[5].rstrip("\n") if len(parts) == 6 else ""
             if path in ("[vdso]", "[vsyscall]", "[uprobes]"):
                 continue
-            if not path.startswith("/") or path.endswith(" (deleted)") or not _beneath_any(os.path.realpath(path), folders):
+            # the kernel's path of the mapped file, compared as it is: resolving it again would follow
+            # a link the worker could plant in its own folders since
+            if not path.startswith("/") or path.endswith(" (deleted)") or not _beneath_any(path, folders):
                 return False
     return True
 

@@ -37,6 +37,8 @@ if __name__ == "__main__":
             torch.empty(1, device="cuda")  # the context exists and is current on this thread
         except Exception as exc:  # noqa: BLE001 - said in the hello: the judge decides
             cuda_error = f"{type(exc).__name__}: {exc}"
+    if cuda_error is None and not torch.cuda.is_available() and str(early and early.get("cuda driver")).startswith("cuInit failed"):
+        cuda_error = early["cuda driver"]  # the driver's own answer, for the judge's step-down decision
     if early is None:
         early = per_thread_layers()
     from eval.worker import driver
