@@ -737,7 +737,7 @@ def _compilers(session: int) -> tuple[dict[tuple[int, int], int], set[tuple[int,
     folders = _tool_folders()
     found, foreign = {}, set()
     tick = 1e9 / os.sysconf("SC_CLK_TCK")
-    tools: dict[int, tuple[int, list[str]]] = {}  # pid -> (parent, its stat fields from field 3)
+    tools: dict[int, list[str]] = {}  # pid -> its stat fields from field 3
     parents: dict[int, int] = {}
     for pid, _, sid, _ in _processes():
         if sid != session:
@@ -750,8 +750,8 @@ def _compilers(session: int) -> tuple[dict[tuple[int, int], int], set[tuple[int,
         except (OSError, ValueError, IndexError):
             continue
         if _build_tool(Path(exe).name) and _beneath_any(exe, folders):
-            tools[pid] = (int(fields[1]), fields)
-    for pid, (parent, fields) in tools.items():
+            tools[pid] = fields
+    for pid, fields in tools.items():
         try:
             key = (pid, int(fields[19]))
             if not _only_tool_code(pid, folders):
@@ -762,7 +762,7 @@ def _compilers(session: int) -> tuple[dict[tuple[int, int], int], set[tuple[int,
             continue
         # the CPU of reaped children, counted by the topmost tool only: a parent's count holds its
         # children's, so counting it at every level of a chain would count one leaf many times
-        ancestor, topmost = parent, True
+        ancestor, topmost = parents[pid], True
         for _ in range(64):
             if ancestor in tools:
                 topmost = False

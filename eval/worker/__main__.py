@@ -24,7 +24,7 @@ if __name__ == "__main__":
     def per_thread_layers() -> dict:
         return sandbox.apply_early(paths["write"], uid, level, paths.get("read"), paths.get("list", []))
 
-    early = None
+    early = driver_state = None
     if level in sandbox.EARLY_LEVELS:  # before any thread exists: every thread torch starts is bound
         driver_state = sandbox.start_driver()
         early = {"cuda driver": driver_state, **per_thread_layers()}
@@ -37,8 +37,8 @@ if __name__ == "__main__":
             torch.empty(1, device="cuda")  # the context exists and is current on this thread
         except Exception as exc:  # noqa: BLE001 - said in the hello: the judge decides
             cuda_error = f"{type(exc).__name__}: {exc}"
-    if cuda_error is None and not torch.cuda.is_available() and str(early and early.get("cuda driver")).startswith("cuInit failed"):
-        cuda_error = early["cuda driver"]  # the driver's own answer, for the judge's step-down decision
+    if cuda_error is None and not torch.cuda.is_available() and (driver_state or "").startswith("cuInit failed"):
+        cuda_error = driver_state  # the driver's own answer, for the judge's step-down decision
     if early is None:
         early = per_thread_layers()
     from eval.worker import driver
