@@ -2,9 +2,12 @@
 convention the leaderboard's folders use, and a minimal evaluator in its runner's protocol, written
 here): the same verdict as that evaluator on every row where it runs; the FP4-GEMM reference, which
 cannot run without Blackwell, judged by ours through the exact emulation in the judge."""
+import ctypes
 import os
 import subprocess
 import sys
+
+import torch
 
 from eval import cases, problem_folder
 from tests.conftest import ROOT
@@ -94,4 +97,28 @@ def test_list_keys_and_the_series_utils(monkeypatch):
         assert len(verdict.generate(case.args, 21)) == 3  # generate_input got a tuple
         assert problem.name == "list_keys"
     finally:
+        problem_folder.use(ROOT)
+
+
+def test_an_input_left_undefined_is_writable_even_when_two_generations_agree(monkeypatch):
+    """zero_d_output's torch.empty(1): two generations in the judge held the same bytes (fresh zero
+    pages alike), the worker's held others, and an honest solution failed as "modified its input"."""
+    monkeypatch.delenv(problem_folder.DIR_ENV, raising=False)
+    from eval.judge import modes, verdict
+
+    try:
+        problem_folder.use(CONVENTIONS / "zero_d_output")
+        big = 1 << 22  # 16 MiB: fresh pages from the OS, zeros in both plain generations
+        real = problem_folder.current().reference.generate_input
+        monkeypatch.setattr(problem_folder.current().reference, "generate_input",
+                            lambda size, seed: (real(size, seed)[0], torch.empty(big)))
+        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD fixed: 16 MiB is always fresh pages
+        args = {"size": 1023, "seed": 1}
+        one, two = verdict.generate(args, 1), verdict.generate(args, 1)
+        assert verdict.input_hash(one[1]) == verdict.input_hash(two[1])  # what the old rule compared
+        del one, two
+        modes._PROFILES.clear()
+        assert modes.case_profile(args).outputs == {1}
+    finally:
+        modes._PROFILES.clear()
         problem_folder.use(ROOT)

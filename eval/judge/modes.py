@@ -337,10 +337,10 @@ _PROFILES: dict = {}
 def case_profile(args: dict) -> CaseProfile:
     key = (problem_folder.current().root, tuple(sorted((k, repr(v)) for k, v in args.items())))
     if key not in _PROFILES:
-        data = verdict.generate(args, args["seed"])
+        data = verdict.generate_undefined_filled(args, args["seed"])
         items = verdict.tensors_of(data)
         before = [verdict.input_hash(t) if isinstance(t, torch.Tensor) else None for t in items]
-        again = verdict.tensors_of(verdict.generate(args, args["seed"]))  # held beside the first: other memory
+        again = verdict.tensors_of(verdict.generate_undefined_filled(args, args["seed"]))
         undefined = {i for i, t in enumerate(again) if before[i] is not None and isinstance(t, torch.Tensor)
                      and verdict.input_hash(t) != before[i]}
         del again

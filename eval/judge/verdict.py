@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import hashlib
 import re
+import secrets
 
 import numpy as np
 import torch
@@ -71,6 +72,34 @@ def reference():
     """The problem's reference module as the judge runs it (with reference_emulation in place)."""
     reference_emulation()
     return problem_folder.current().reference
+
+
+class _FilledEmpty(torch.overrides.TorchFunctionMode):
+    """Fills every tensor the torch.empty family makes with random bytes, so that two generations of
+    an input left undefined (torch.empty) always differ: fresh zero pages made two of them alike."""
+
+    EMPTY = {torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty,
+             torch.Tensor.new_empty_strided}
+
+    def __init__(self):
+        super().__init__()
+        self.generators: dict = {}  # its own per device: the global generator generate_input may seed stays as it was
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func in self.EMPTY and isinstance(out, torch.Tensor) and out.untyped_storage().nbytes():
+            device = out.device
+            if device not in self.generators:
+                self.generators[device] = torch.Generator(device=device).manual_seed(secrets.randbits(63))
+            raw = torch.empty(0, dtype=torch.uint8, device=device)  # the mode is off inside its handler
+            raw.set_(out.untyped_storage()).random_(0, 256, generator=self.generators[device])
+        return out
+
+
+def generate_undefined_filled(args: dict, seed: int):
+    """generate() with the inputs generate_input leaves undefined filled at random (see _FilledEmpty)."""
+    with _FilledEmpty():
+        return generate(args, seed)
 
 
 def generate(args: dict, seed: int, overrides: dict | None = None):
