@@ -400,7 +400,7 @@ struct alignas(4096) Sealed {
   Slot* slots = nullptr;               // their function tables as they were (in a sealed mapping)
   size_t n_slots = 0, slots_bytes = 0;
   const char* seccomp = "off";
-  int probe[2] = {-1, -1};             // a datagram socket pair: the kernel's read test (readable())
+  int probe[2] = {-1, -1};             // a pipe (read end, write end): the kernel's read test (readable())
   const char* rseq = "n/a";            // what became of this thread's rseq area (drop_rseq())
 };
 static Sealed S;
@@ -1064,11 +1064,9 @@ static py::dict open_channel(int key_fd, int reply_fd, const std::string& driver
   S.seccomp = harden ? seal_memory(guarded) : "off (no sandbox)";
   if (harden && strcmp(S.seccomp, "on") == 0) S.rseq = drop_rseq();  // else: one could be registered again
   else S.rseq = "off (no memory filter)";
-  int pair[2], room = 1 << 18;  // room for one 64 KiB datagram of readable() whatever the default
-  if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) == 0) {
-    setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &room, sizeof room);
-    S.probe[0] = pair[0], S.probe[1] = pair[1];
-  }
+  // a pipe, not a socket: no descriptor travels through it, and the sandbox refuses unix sockets
+  int pair[2];
+  if (pipe2(pair, O_NONBLOCK | O_CLOEXEC) == 0) S.probe[0] = pair[0], S.probe[1] = pair[1];
   const char* seccomp = S.seccomp;
   protect(&S, sizeof S, PROT_READ);
   py::dict info;
@@ -1229,17 +1227,32 @@ static const char* const OUTPUT_FAULTED =
 // of its file, nothing mapped), sending no signal. 1: readable; 0: a read would fault; -1: no answer
 // (the pair is missing or was replaced: the caller's copy is still safe in a quiet window, a fault
 // there kills the worker, only without a reason). A page made unreadable after the test: the same.
+static char g_probe_sink[64 << 10];  // what readable() reads back out of its pipe (never looked at)
+
+static void drain_probe() {  // bounded: bytes another thread keeps writing cannot hold the caller here
+  for (int i = 0; i < 64 && raw_syscall(SYS_read, S.probe[0], (long)g_probe_sink, sizeof g_probe_sink) > 0; i++) {
+  }
+}
+
+// 1: the kernel read all n bytes; 0: it faulted on them; -1: cannot tell. A write to the pipe copies
+// until the first byte that faults and returns what it copied (or -EFAULT for none), so each write
+// either moves on or stops at the fault; a pipe with less room than asked (its owner's pipe pages
+// over the soft limit, or someone else's bytes in it) only makes the steps shorter.
 static int readable(const uint8_t* p, size_t n) {
   if (S.probe[0] < 0) return -1;
   const size_t chunk = (size_t)64 << 10;
-  char sink;
-  for (size_t at = 0; at < n; at += chunk) {
-    size_t take = std::min(chunk, n - at);
-    long r = raw_syscall(SYS_sendto, S.probe[0], (long)(p + at), (long)take, MSG_DONTWAIT | MSG_NOSIGNAL, 0, 0);
+  int stalls = 0;
+  for (size_t at = 0; at < n;) {
+    drain_probe();
+    long r = raw_syscall(SYS_write, S.probe[1], (long)(p + at), (long)std::min(chunk, n - at));
     if (r == -EFAULT) return 0;
-    if (r != (long)take) return -1;
-    raw_syscall(SYS_recvfrom, S.probe[1], (long)&sink, 1, MSG_DONTWAIT | MSG_TRUNC, 0, 0);  // drop it
+    if (r > 0) {
+      at += (size_t)r, stalls = 0;
+    } else if (r != -EAGAIN || ++stalls > 64) {
+      return -1;
+    }
   }
+  drain_probe();
   return 1;
 }
 

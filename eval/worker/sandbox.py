@@ -36,7 +36,8 @@ Layers, each reported as "on" or why not:
                  says so)
   landlock scope  (ABI 6+) no signal to, and no abstract unix socket of, any process outside this
                  worker's Landlock domain: the judge, other workers, anything else on the machine
-  seccomp        prlimit64 on any process but itself, IP sockets (UDP too) refused; where root is
+  seccomp        prlimit64 on any process but itself, IP sockets (UDP too), vsock and unix sockets
+                 (socket, socketpair: no descriptor held in flight, no service reached by path) refused; where root is
                  kept, scheduling, priority and page moves of any process but itself too; ptrace, process_vm_readv/writev, pidfd_getfd, kcmp, tkill and pidfd_send_signal
                  refused (EPERM), and kill/tgkill/rt_*sigqueueinfo aimed at the judge, at -1 or at
                  another process group; setsid (the worker's session is how the judge finds and
@@ -93,7 +94,8 @@ OWN_ONLY_AS_ROOT = {"x86_64": {"sched_setparam": 142, "sched_setscheduler": 144,
 WHO_AS_ROOT = {"x86_64": {"setpriority": (141, 0), "ioprio_set": (251, 1)},
                "aarch64": {"setpriority": (140, 0), "ioprio_set": (30, 1)}}
 SOCKET = {"x86_64": 41, "aarch64": 198}
-AF_INET, AF_INET6 = 2, 10
+SOCKETPAIR = {"x86_64": 53, "aarch64": 199}
+AF_UNIX, AF_INET, AF_INET6, AF_VSOCK = 1, 2, 10, 40
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 CLONE_NEWIPC, CLONE_NEWNS, CLONE_NEWNET = 0x08000000, 0x00020000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
@@ -357,9 +359,14 @@ def _seccomp(arch: str, judge_pid: int, own_pid: int) -> str:
                _bpf(jeq, own_pid, 1, 0), _bpf(ret, deny), _bpf(ret, allow)]
         prog += [_bpf(jeq, number, 0, len(who)), *who]
     # no IP sockets at all (UDP too: Landlock's network rules cover TCP only, where there is no
-    # network namespace)
-    prog += [_bpf(jeq, SOCKET[arch], 0, 5), _bpf(ld_abs, 16), _bpf(jeq, AF_INET, 1, 0), _bpf(jeq, AF_INET6, 0, 1),
-             _bpf(ret, deny), _bpf(ret, allow)]
+    # network namespace), and no unix sockets: a descriptor sent over one and never received is held
+    # by no process (the disk watch cannot see its file), and a path names services outside (Landlock
+    # covers unix sockets only from ABI 9); nor vsock (a virtual machine's host, outside any network
+    # namespace). The worker's own channels are pipes.
+    prog += [_bpf(jeq, SOCKET[arch], 0, 7), _bpf(ld_abs, 16), _bpf(jeq, AF_UNIX, 3, 0), _bpf(jeq, AF_INET, 2, 0),
+             _bpf(jeq, AF_INET6, 1, 0), _bpf(jeq, AF_VSOCK, 0, 1), _bpf(ret, deny), _bpf(ret, allow)]
+    prog += [_bpf(jeq, SOCKETPAIR[arch], 0, 4), _bpf(ld_abs, 16), _bpf(jeq, AF_UNIX, 0, 1), _bpf(ret, deny),
+             _bpf(ret, allow)]
     prog.append(_bpf(ret, allow))
     filters = ctypes.create_string_buffer(b"".join(prog))
     fprog = struct.pack("HxxxxxxQ", len(prog), ctypes.addressof(filters))
