@@ -98,7 +98,11 @@ SOCKETPAIR = {"x86_64": 53, "aarch64": 199}
 AF_UNIX, AF_INET, AF_INET6, AF_VSOCK = 1, 2, 10, 40
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 CLONE_NEWIPC, CLONE_NEWNS, CLONE_NEWNET = 0x08000000, 0x00020000, 0x40000000
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x4000, 0x40000
+MS_REMOUNT, MS_BIND = 0x20, 0x1000
+# the per-mount flags a read-only remount keeps as they were (mountinfo's names)
+MOUNT_FLAGS = {"nosuid": 0x2, "nodev": 0x4, "noexec": 0x8, "noatime": 0x400, "nodiratime": 0x800,
+               "relatime": 0x200000, "strictatime": 0x1000000}
 SHARED_MEMORY = "/dev/shm"
 PROC_GID = 999_999_999  # nobody's group (workers' own uids and gids start at 1e9)
 SHM_CAP_BYTES = 1 << 30  # the private /dev/shm holds at most this, or a quarter of RAM where that is less
@@ -155,6 +159,9 @@ def apply_early(writable: list[str], uid: int | None, level: str = "full", reada
         applied["ipc namespace"] = "on" if _libc.unshare(CLONE_NEWIPC) == 0 else f"unavailable ({_err()})"
         applied["shm"] = _private_shm()  # while root: before the capabilities go
         applied["proc"] = _private_proc() if applied["shm"].startswith("on") else "n/a (no mount namespace)"
+        if not (uid is not None and level in UID_LEVELS):  # root is kept: its own files' metadata is its
+            applied["read-only view"] = (_read_only_view(writable) if applied["shm"].startswith("on")
+                                         else "n/a (no mount namespace)")
         applied["network"] = ("on (a network namespace of its own: no interface but a down loopback)"
                               if _libc.unshare(CLONE_NEWNET) == 0 else f"unavailable ({_err()})")
     else:  # Landlock needs no_new_privs without CAP_SYS_ADMIN (as root: set in apply_late, after CUDA)
@@ -233,6 +240,45 @@ def _private_proc() -> str:
         if _libc.mount(b"proc", b"/proc", b"proc", ctypes.c_ulong(MS_NOSUID | MS_NODEV | 0x8), options.encode()) == 0:
             return f"on ({options.split(',')[0]}: other processes unseen)"
     return f"unavailable ({_err()})"
+
+
+def _mounts() -> list[tuple[str, set[str]]]:
+    """This namespace's mount points and their per-mount options, from /proc/self/mountinfo."""
+    found = []
+    with open("/proc/self/mountinfo") as info:
+        for line in info:
+            fields = line.split()
+            point = fields[4].encode().decode("unicode_escape")  # "\040" for a space, as the kernel writes it
+            found.append((point, set(fields[5].split(","))))
+    return found
+
+
+def _read_only_view(writable: list[str]) -> str:
+    """In the worker's mount namespace (private: nothing propagates back): every mount read-only but
+    its writable folders (bound onto themselves first, so they stay writable), /dev/shm and /proc.
+    Landlock already refuses writes to files elsewhere, but not their metadata: a worker that keeps
+    root could otherwise chmod, chown or touch root's files anywhere (a setuid bit on a system
+    binary, for every later user). Device files stay writable on a read-only mount."""
+    keep = {SHARED_MEMORY}
+    for path in writable:
+        if os.path.isdir(path) and not os.path.islink(path):
+            if _libc.mount(path.encode(), path.encode(), None, ctypes.c_ulong(MS_BIND | MS_REC), None) != 0:
+                return f"unavailable (binding {path}: {_err()})"
+            keep.add(os.path.realpath(path))
+    done, refused = 0, []
+    for point, options in _mounts():
+        if point in keep or point == "/proc" or point.startswith("/proc/") or "ro" in options:
+            continue
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+        for name in options & MOUNT_FLAGS.keys():
+            flags |= MOUNT_FLAGS[name]
+        if _libc.mount(None, point.encode(), None, ctypes.c_ulong(flags), None) == 0:
+            done += 1
+        else:
+            refused.append(f"{point}: {_err()}")
+    if refused:
+        return f"partly ({done} mounts read-only; not {'; '.join(refused[:3])})"
+    return f"on ({done} mounts read-only; its folders, /dev/shm and /proc writable)"
 
 
 def _drop_capabilities(arch: str, keep: tuple[int, ...] = ()) -> str:
