@@ -84,8 +84,9 @@ def test_a_judge_killed_outright_leaves_nothing_after_the_next_start(tmp_path):
     finally:
         judge.send_signal(signal.SIGKILL)
         judge.wait()
-    # the worker dies with its judge; the child it forked lives on until someone sweeps
-    assert wait_for(lambda: len(session_members(record["session"])) == 1, 30)
+    # the worker dies with its judge; the child it forked dies with the worker's PID namespace (a judge
+    # that is root), else lives on until someone sweeps
+    assert wait_for(lambda: len(session_members(record["session"])) <= 1, 30)
     assert folder.exists()
     swept = channel.sweep_dead()
     assert str(folder) in swept
@@ -105,6 +106,19 @@ def test_a_live_judges_worker_is_not_swept():
     finally:
         claim.release()
         channel.build_cache.remove_tree(claim.folder)
+
+
+def chain_members() -> list[int]:
+    return [pid for pid, comm, _, _ in channel._processes() if comm == "zzz_fork_chain"]
+
+
+def test_a_fork_chain_dies_with_its_worker(tmp_path):
+    """A child that left the worker's process group and takes a new pid every 0.5 ms (red team round
+    10: it outlived a worker that kept root, each pass over /proc a step behind it)."""
+    record = modes.run_tests(ADV / "fork_chain_outlives.py", smoke(), options(tmp_path))
+    assert record.passed, reason(record)
+    time.sleep(1)
+    assert not chain_members(), "the fork chain outlived its worker"
 
 
 def test_batch_limit_lets_the_judge_close_its_workers(tmp_path):

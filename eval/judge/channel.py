@@ -365,6 +365,10 @@ class WorkerProcess:
             resource.prlimit(session, resource.RLIMIT_NPROC, (WORKER_NPROC, WORKER_NPROC))
         except (OSError, ValueError):
             pass
+        try:  # the OOM killer's first choice, before any judge or neighbour (its children inherit it)
+            Path(f"/proc/{session}/oom_score_adj").write_text("1000")
+        except OSError:
+            pass
         return disk_quota.DiskWatch([str(private.root), str(private.builds)], pids,
                                     lambda: _kill_rest(session, uid), quota, self.freeze)
 
@@ -389,7 +393,12 @@ class WorkerProcess:
         threads cannot take the CPU from the other's measurement."""
         if not self.alive():
             return
-        pids = _signal_worker(self.process.pid, self.uid, signal.SIGSTOP if frozen else signal.SIGCONT)
+        reaper = _reaper(self.process.pid)
+        if reaper is not None:  # kill(-1) inside its PID namespace: every process there at once
+            os.kill(reaper, signal.SIGUSR1 if frozen else signal.SIGUSR2)
+            pids = [pid for pid, _, sid, _ in _processes() if sid == self.process.pid and pid not in (reaper, self.process.pid)]
+        else:
+            pids = _signal_worker(self.process.pid, self.uid, signal.SIGSTOP if frozen else signal.SIGCONT)
         deadline = time.monotonic() + 2.0  # a stop is delivered asynchronously: wait until it holds
         while frozen and time.monotonic() < deadline and any(_running(pid) for pid in pids):
             time.sleep(0.001)
@@ -700,6 +709,18 @@ def _start_time(pid: int) -> int | None:
     except OSError:
         return None
     return int(stat[stat.rindex(")") + 2:].split()[19])
+
+
+def _reaper(pid: int) -> int | None:
+    """The first process of the worker's PID namespace: the only child of the judge's child `pid`
+    (eval/worker/sandbox.py own_pid_namespace)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if len(children) == 1 and os.readlink(f"/proc/{children[0]}/ns/pid") != os.readlink(f"/proc/{pid}/ns/pid"):
+            return int(children[0])
+    except OSError:
+        pass
+    return None  # no namespace (not root, or EVAL_SANDBOX=none): the judge's child is the worker
 
 
 def _running(pid: int) -> bool:

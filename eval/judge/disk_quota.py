@@ -3,7 +3,8 @@
 A worker writes only below its private folders (Landlock, eval/worker/sandbox.py), and those sit on
 the disk every other worker and judge of the machine writes to. What it holds there is watched from
 a thread of the judge: the files under its folders (each inode once, allocated blocks, so sparse
-files count what they take) and the files its processes deleted but keep open. Past the quota, or
+files count what they take) and the files its processes deleted but keep open, memory files
+(memfd_create) among them. Past the quota, or
 past ENTRY_LIMIT names (an inode flood), the worker is killed and the reason says so. One file past
 the quota is refused by the kernel at once: the worker runs under RLIMIT_FSIZE of the quota (SIGXFSZ).
 
@@ -146,9 +147,9 @@ def _open_folder(name: str, parent: int) -> int | None:
 
 
 def _unlinked(pid: int, devices: set[int], seen: set[tuple[int, int]]) -> int:
-    """Blocks of the deleted files on `devices` that process `pid` keeps open (its descriptors) or
-    mapped (/proc/<pid>/maps: a mapping outlives the descriptor it was made from; counted by its
-    length, what it can write)."""
+    """Blocks of the deleted files on `devices` (and of memory files, memfd, anywhere) that process
+    `pid` keeps open (its descriptors) or mapped (/proc/<pid>/maps: a mapping outlives the
+    descriptor it was made from; counted by its length, what it can write)."""
     total = 0
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
@@ -160,7 +161,9 @@ def _unlinked(pid: int, devices: set[int], seen: set[tuple[int, int]]) -> int:
         except OSError:
             continue
         key = (st.st_dev, st.st_ino)
-        if stat.S_ISREG(st.st_mode) and st.st_dev in devices and key not in seen:
+        # on its folders' disks; or anywhere once deleted: a memfd (memory no process is charged for
+        # once unmapped, so the OOM killer would pick a neighbour: red team round 10)
+        if stat.S_ISREG(st.st_mode) and (st.st_dev in devices or st.st_nlink == 0) and key not in seen:
             seen.add(key)
             total += st.st_blocks * 512
     try:
@@ -174,7 +177,7 @@ def _unlinked(pid: int, devices: set[int], seen: set[tuple[int, int]]) -> int:
             continue
         major, minor = (int(x, 16) for x in parts[3].split(":"))
         key = (os.makedev(major, minor), int(parts[4]))
-        if key[0] in devices and key not in seen:
+        if (key[0] in devices or parts[5].startswith("/memfd:")) and key not in seen:
             seen.add(key)
             start, end = (int(x, 16) for x in parts[0].split("-"))
             total += end - start

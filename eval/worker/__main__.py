@@ -21,6 +21,10 @@ if __name__ == "__main__":
     uid = uid if uid >= 0 else None
     from eval.worker import sandbox  # standard library only
 
+    # as root, before anything else: the rest runs in a PID namespace of its own (the judge's child
+    # and the namespace's reaper wait outside it and never return from here)
+    pid_namespace = sandbox.own_pid_namespace() if level != "none" else None
+
     def per_thread_layers() -> dict:
         return sandbox.apply_early(paths["write"], uid, level, paths.get("read"), paths.get("list", []))
 
@@ -44,4 +48,6 @@ if __name__ == "__main__":
     from eval.worker import driver
 
     layers = sandbox.apply_late(uid, level, early)  # the uid and seccomp: every thread
+    if pid_namespace is not None:
+        layers["pid namespace"] = pid_namespace
     driver.serve(request_fd, reply_fd, key_fd, native_so, layers, cuda_error)
