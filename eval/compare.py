@@ -14,6 +14,10 @@ from eval.judge import modes
 from eval.judge.text import one_line
 from eval.stats import bootstrap_ratio, verdict
 
+# CPU time the stopped side may show for one timed round of the other (the stop's delivery, the
+# reaper's bookkeeping); more is a process that continued itself
+FREEZE_SLACK_NS = 50e6
+
 
 @dataclasses.dataclass
 class Side:
@@ -102,16 +106,22 @@ def _collect(sides: list[Side], case: Case, options: modes.Options, rounds: int,
     for round_size, keep in [(1, False)] + [(per_round, True)] * rounds:
         for i, side in enumerate(sides):
             if side.runner:
-                others = [s.runner.worker for s in sides if s is not side and s.runner]
+                others = [s for s in sides if s is not side and s.runner]
+                escaped = []
                 try:
                     for other in others:  # the side not timed now cannot run (its threads included)
-                        other.freeze(True)
+                        other.runner.worker.freeze(True)
                     got = modes.samples(side.runner, modes.new_case(case, options), options, round_size)
                 except modes.WorkerFailure as failure:
                     raise modes.WorkerFailure(f"{side.name} on {case.label}: {failure.reason}")
                 finally:
                     for other in others:
-                        other.freeze(False)
+                        ran = other.runner.worker.freeze(False)
+                        escaped += [(other, ran)] if ran > FREEZE_SLACK_NS else []
+                for other, ran in escaped:
+                    raise modes.WorkerFailure(
+                        f"{other.name} ran {ran / 1e6:.0f} ms on a CPU while it was stopped and {side.name} was timed "
+                        "(a process that continues itself escapes the freeze): the comparison is void")
                 collected[i] += got if keep else []
     return collected
 

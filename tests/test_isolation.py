@@ -111,6 +111,15 @@ def test_one_side_of_compare_cannot_stop_the_other(tmp_path):
     assert outcome.error is None, outcome.error
 
 
+def test_a_side_that_continues_itself_voids_the_comparison(tmp_path):
+    """A stop is only a signal: a process's own timer sending it SIGCONT undoes it (red team round
+    11), so the judge measures what the stopped side ran and voids the comparison."""
+    from eval import compare
+
+    outcome = compare.compare(TORCH_REF, ADV / "freeze_escape_timer.py", smoke(), options(tmp_path, timeout=60.0), 1, 2)
+    assert outcome.error and "while it was stopped" in outcome.error, outcome.error
+
+
 def test_compare_runs_the_checks_of_test(tmp_path):
     from eval import compare
 

@@ -256,6 +256,7 @@ class WorkerProcess:
         self.build_key: str | None = None
         self.disk: disk_quota.DiskWatch | None = None  # the quota's watch, from start to close
         self.disk_layer = ""
+        self._frozen_at: dict[int, int] | None = None  # CPU time of its processes when last stopped
         self._store_builds = False  # set once the import succeeded: its builds are kept at close
         self._built_by = 0  # when the import ended (ns): files changed later are not kept
 
@@ -387,21 +388,31 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def freeze(self, frozen: bool) -> None:
+    def freeze(self, frozen: bool) -> int:
         """Stop (True) or continue (False) every process of the worker: its session and, where it
         has one, its own uid. compare freezes the side that is not being timed, so that side's
-        threads cannot take the CPU from the other's measurement."""
+        threads cannot take the CPU from the other's measurement. A stop is only a signal, and a
+        process can continue itself (a timer that sends it SIGCONT: red team round 11), so on
+        continuing it returns how long its processes ran on a CPU while they were to be stopped."""
         if not self.alive():
-            return
-        reaper = _reaper(self.process.pid)
+            return 0
+        session = self.process.pid
+        ran = 0
+        if not frozen and self._frozen_at is not None:
+            ran = sum(max(0, ns - self._frozen_at.get(pid, 0)) for pid, ns in _cpu_ns(session, self.uid).items())
+            self._frozen_at = None
+        reaper = _reaper(session)
         if reaper is not None:  # kill(-1) inside its PID namespace: every process there at once
             os.kill(reaper, signal.SIGUSR1 if frozen else signal.SIGUSR2)
-            pids = [pid for pid, _, sid, _ in _processes() if sid == self.process.pid and pid not in (reaper, self.process.pid)]
+            pids = [pid for pid, _, sid, _ in _processes() if sid == session and pid not in (reaper, session)]
         else:
-            pids = _signal_worker(self.process.pid, self.uid, signal.SIGSTOP if frozen else signal.SIGCONT)
+            pids = _signal_worker(session, self.uid, signal.SIGSTOP if frozen else signal.SIGCONT)
         deadline = time.monotonic() + 2.0  # a stop is delivered asynchronously: wait until it holds
         while frozen and time.monotonic() < deadline and any(_running(pid) for pid in pids):
             time.sleep(0.001)
+        if frozen:
+            self._frozen_at = _cpu_ns(session, self.uid)
+        return ran
 
     def close(self) -> None:
         """Kill the worker's whole process group (and every process of its own uid), then delete its
@@ -794,6 +805,25 @@ def _compilers(session: int) -> tuple[dict[tuple[int, int], int], set[tuple[int,
         children = int((int(fields[13]) + int(fields[14])) * tick) if topmost else 0
         found[key] = own + children
     return found, foreign
+
+
+def _cpu_ns(session: int, uid: int | None) -> dict[int, int]:
+    """Time on a CPU of every process of the worker (its session, its own uid), every thread, and
+    of the children each has reaped (a process that ran and was reaped is not lost)."""
+    tick = 1e9 / os.sysconf("SC_CLK_TCK")
+    found = {}
+    for pid, _, sid, owner in _processes():
+        if sid != session and (uid is None or owner != uid):
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            on_cpu = sum(int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
+                         for task in os.listdir(f"/proc/{pid}/task"))
+        except (OSError, ValueError, IndexError):
+            continue
+        found[pid] = on_cpu + int((int(fields[13]) + int(fields[14])) * tick)
+    return found
 
 
 def _run_ns(pid: int, fields: list[str], tick: float) -> int:

@@ -3,8 +3,9 @@
 A worker writes only below its private folders (Landlock, eval/worker/sandbox.py), and those sit on
 the disk every other worker and judge of the machine writes to. What it holds there is watched from
 a thread of the judge: the files under its folders (each inode once, allocated blocks, so sparse
-files count what they take) and the files its processes deleted but keep open, memory files
-(memfd_create) among them. Past the quota, or
+files count what they take), the files its processes deleted but keep open or mapped (memory
+files, memfd_create, among them: the whole file behind a mapping), and what its private /dev/shm
+holds. Past the quota, or
 past ENTRY_LIMIT names (an inode flood), the worker is killed and the reason says so. One file past
 the quota is refused by the kernel at once: the worker runs under RLIMIT_FSIZE of the quota (SIGXFSZ).
 
@@ -121,9 +122,10 @@ def held(folders: Iterable[str], pids: Iterable[int]) -> tuple[int, int]:
         finally:
             for fd, _ in stack:
                 os.close(fd)
+    pids = list(pids)
     for pid in pids:  # files unlinked while open or mapped: no name left, the blocks still taken
         total += _unlinked(pid, devices, seen)
-    return total, names
+    return total + _private_shm(pids), names  # files kept by name in its own /dev/shm (round 11)
 
 
 def _open_folder(name: str, parent: int) -> int | None:
@@ -180,7 +182,33 @@ def _unlinked(pid: int, devices: set[int], seen: set[tuple[int, int]]) -> int:
         if (key[0] in devices or parts[5].startswith("/memfd:")) and key not in seen:
             seen.add(key)
             start, end = (int(x, 16) for x in parts[0].split("-"))
-            total += end - start
+            try:  # the whole file behind it: a page mapped of 64 MiB written holds 64 MiB (round 11)
+                blocks = os.stat(f"/proc/{pid}/map_files/{parts[0]}").st_blocks * 512
+            except OSError:
+                blocks = 0
+            total += max(end - start, blocks)
+    return total
+
+
+def _private_shm(pids: Iterable[int]) -> int:
+    """What the worker's own /dev/shm holds (a private tmpfs in its mount namespace, where the judge
+    is root: eval/worker/sandbox.py), seen through /proc/<pid>/root; each such mount once."""
+    try:
+        host = os.stat("/dev/shm").st_dev
+    except OSError:
+        host = None
+    seen, total = set(), 0
+    for pid in pids:
+        try:
+            path = f"/proc/{pid}/root/dev/shm"
+            device = os.stat(path).st_dev
+            if device == host or device in seen:
+                continue
+            fs = os.statvfs(path)
+        except OSError:
+            continue
+        seen.add(device)
+        total += (fs.f_blocks - fs.f_bfree) * fs.f_frsize
     return total
 
 
@@ -240,7 +268,7 @@ class DiskWatch:
                 self._over(f"made more than {ENTRY_LIMIT} files and folders under its private folders")
                 return
             if used > self.quota:
-                self._over(f"wrote {used >> 20} MiB to disk, past the worker's quota of {self.quota >> 20} MiB "
+                self._over(f"held {used >> 20} MiB of files (its folders, deleted and memory files, its /dev/shm), past the worker's quota of {self.quota >> 20} MiB "
                            f"(raise {QUOTA_ENV} if the build needs more)")
                 return
             try:
