@@ -218,13 +218,19 @@ def test_compare_freezes_the_side_not_timed(tmp_path):
     threads included), and continues afterwards."""
     from eval.judge.channel import WorkerProcess
 
+    from eval.judge import channel
+
     worker = WorkerProcess(TORCH_REF, tmp_path / "w.log")
     try:
         worker.start(120)
+        reaper = channel._reaper(worker.process.pid)  # as root: the worker is in a PID namespace of its own
+        outside = {worker.process.pid, reaper} if reaper else set()  # its keepers, never stopped
+        inside = [pid for pid, _, sid, _ in channel._processes() if sid == worker.process.pid and pid not in outside]
+        assert inside
         worker.freeze(True)
-        assert _state(worker.process.pid) == "T"
-        worker.freeze(False)
-        assert _state(worker.process.pid) != "T"
+        assert all(_state(pid) == "T" for pid in inside), [_state(pid) for pid in inside]
+        assert worker.freeze(False) < 50e6  # an honest worker runs nothing while stopped
+        assert not any(_state(pid) == "T" for pid in inside)
     finally:
         worker.close()
 
