@@ -59,7 +59,7 @@ def test_the_watch_kills_past_the_quota_and_says_why(tmp_path, monkeypatch):
         assert not killed.wait(0.1) and watch.reason is None  # within the quota: left alone
         (tmp_path / "big").write_bytes(os.urandom(2 << 20))
         assert killed.wait(5)
-        assert watch.reason.startswith("disk quota: the worker wrote 2 MiB") and "EVAL_WORKER_DISK" in watch.reason
+        assert watch.reason.startswith("disk quota: the worker held 2 MiB of files") and "EVAL_WORKER_DISK" in watch.reason
     finally:
         watch.stop()
 
