@@ -118,7 +118,8 @@ def _collect(sides: list[Side], case: Case, options: modes.Options, rounds: int,
                     for other in others:
                         ran = other.runner.worker.freeze(False)
                         escaped += [(other, ran)] if ran > FREEZE_SLACK_NS else []
-                for other, ran in escaped:
+                if escaped:
+                    other, ran = escaped[0]
                     raise modes.WorkerFailure(
                         f"{other.name} ran {ran / 1e6:.0f} ms on a CPU while it was stopped and {side.name} was timed "
                         "(a process that continues itself escapes the freeze): the comparison is void")

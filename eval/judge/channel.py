@@ -713,13 +713,29 @@ def sweep_dead() -> list[str]:
     return swept
 
 
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command name: [0] state (field 3), [1] ppid, [3] session,
+    [11] utime, [12] stime, [13] cutime, [14] cstime, [19] start time. Raises OSError."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2:].split()
+
+
+def _schedstat(pid: int) -> tuple[int, int]:
+    """(ns on a CPU, ns waiting for one), summed over every thread of the process
+    (/proc/<pid>/task/*/schedstat). Raises OSError or ValueError."""
+    on_cpu = waiting = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        run, wait = (int(x) for x in Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[:2])
+        on_cpu, waiting = on_cpu + run, waiting + wait
+    return on_cpu, waiting
+
+
 def _start_time(pid: int) -> int | None:
     """When a process started (clock ticks since boot), or None when there is none of that pid."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(_stat(pid)[19])
     except OSError:
         return None
-    return int(stat[stat.rindex(")") + 2:].split()[19])
 
 
 def _reaper(pid: int) -> int | None:
@@ -737,10 +753,9 @@ def _reaper(pid: int) -> int | None:
 def _running(pid: int) -> bool:
     """The process exists and is not stopped."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return _stat(pid)[0] not in "TtZX"
     except OSError:
         return False
-    return stat[stat.rindex(")") + 2] not in "TtZX"
 
 
 def _processes():
@@ -775,8 +790,7 @@ def _compilers(session: int) -> tuple[dict[tuple[int, int], int], set[tuple[int,
         if sid != session:
             continue
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()  # fields 3...: ppid 4, utime 14, stime 15, cutime 16, cstime 17, start 22
+            fields = _stat(pid)
             parents[pid] = int(fields[1])
             exe = os.path.realpath(os.readlink(f"/proc/{pid}/exe"))
         except (OSError, ValueError, IndexError):
@@ -816,24 +830,18 @@ def _cpu_ns(session: int, uid: int | None) -> dict[int, int]:
         if sid != session and (uid is None or owner != uid):
             continue
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
-            on_cpu = sum(int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
-                         for task in os.listdir(f"/proc/{pid}/task"))
+            fields = _stat(pid)
+            found[pid] = _schedstat(pid)[0] + int((int(fields[13]) + int(fields[14])) * tick)
         except (OSError, ValueError, IndexError):
             continue
-        found[pid] = on_cpu + int((int(fields[13]) + int(fields[14])) * tick)
     return found
 
 
 def _run_ns(pid: int, fields: list[str], tick: float) -> int:
     """How long the process has run, every thread of it: time on a CPU plus time waiting for one,
     the wait counted up to as long as it ran (/proc/<pid>/task/*/schedstat; else utime + stime)."""
-    on_cpu = waiting = 0
     try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            run, wait = (int(x) for x in Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[:2])
-            on_cpu, waiting = on_cpu + run, waiting + wait
+        on_cpu, waiting = _schedstat(pid)
     except (OSError, ValueError):
         return int((int(fields[11]) + int(fields[12])) * tick)
     return on_cpu + min(waiting, on_cpu)

@@ -151,7 +151,8 @@ def _open_folder(name: str, parent: int) -> int | None:
 def _unlinked(pid: int, devices: set[int], seen: set[tuple[int, int]]) -> int:
     """Blocks of the deleted files on `devices` (and of memory files, memfd, anywhere) that process
     `pid` keeps open (its descriptors) or mapped (/proc/<pid>/maps: a mapping outlives the
-    descriptor it was made from; counted by its length, what it can write)."""
+    descriptor it was made from; counted by its length, what it can write, or by the file behind
+    it where that holds more)."""
     total = 0
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
@@ -268,8 +269,8 @@ class DiskWatch:
                 self._over(f"made more than {ENTRY_LIMIT} files and folders under its private folders")
                 return
             if used > self.quota:
-                self._over(f"held {used >> 20} MiB of files (its folders, deleted and memory files, its /dev/shm), past the worker's quota of {self.quota >> 20} MiB "
-                           f"(raise {QUOTA_ENV} if the build needs more)")
+                self._over(f"held {used >> 20} MiB of files (its folders, deleted and memory files, its /dev/shm), "
+                           f"past the worker's quota of {self.quota >> 20} MiB (raise {QUOTA_ENV} if the build needs more)")
                 return
             try:
                 grown = _disk_used(self.folders[0]) - self._start_used

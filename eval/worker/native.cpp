@@ -48,7 +48,6 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -1221,12 +1220,6 @@ static const char* const OUTPUT_FAULTED =
     "output memory faulted when read after the run (a fault handler would run the submission's code outside the "
     "timed region)";
 
-// Whether the n bytes at p read without a fault now, asked of the kernel: it copies them into a
-// datagram of the socket pair made before the submission existed (sendto from our instructions,
-// never blocking) and answers EFAULT where a load would fault (PROT_NONE, a file page past the end
-// of its file, nothing mapped), sending no signal. 1: readable; 0: a read would fault; -1: no answer
-// (the pair is missing or was replaced: the caller's copy is still safe in a quiet window, a fault
-// there kills the worker, only without a reason). A page made unreadable after the test: the same.
 static char g_probe_sink[64 << 10];  // what readable() reads back out of its pipe (never looked at)
 
 static void drain_probe() {  // bounded: bytes another thread keeps writing cannot hold the caller here
@@ -1234,10 +1227,15 @@ static void drain_probe() {  // bounded: bytes another thread keeps writing cann
   }
 }
 
-// 1: the kernel read all n bytes; 0: it faulted on them; -1: cannot tell. A write to the pipe copies
-// until the first byte that faults and returns what it copied (or -EFAULT for none), so each write
-// either moves on or stops at the fault; a pipe with less room than asked (its owner's pipe pages
-// over the soft limit, or someone else's bytes in it) only makes the steps shorter.
+// Whether the n bytes at p read without a fault now, asked of the kernel: it copies them into the
+// pipe made before the submission existed (write from our instructions, never blocking) and answers
+// EFAULT where a load would fault (PROT_NONE, a file page past the end of its file, nothing mapped),
+// sending no signal. A write copies up to the first byte that faults and returns what it copied, so
+// each write either moves on or stops at the fault; a pipe with less room than asked (its owner's
+// pipe pages over the soft limit, or someone else's bytes in it) only makes the steps shorter.
+// 1: readable; 0: a read would fault; -1: no answer (the pipe is missing, replaced or kept full: the
+// caller's copy is still safe in a quiet window, a fault there kills the worker, only without a
+// reason). A page made unreadable after the test: the same.
 static int readable(const uint8_t* p, size_t n) {
   if (S.probe[0] < 0) return -1;
   const size_t chunk = (size_t)64 << 10;

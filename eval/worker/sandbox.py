@@ -58,6 +58,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import signal
 import stat
 import struct
 
@@ -106,7 +107,7 @@ CLONE_NEWIPC, CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x08000000, 0x00020000, 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x4000, 0x40000
 MS_REMOUNT, MS_BIND = 0x20, 0x1000
 # the per-mount flags a read-only remount keeps as they were (mountinfo's names)
-MOUNT_FLAGS = {"nosuid": 0x2, "nodev": 0x4, "noexec": 0x8, "noatime": 0x400, "nodiratime": 0x800,
+MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": 0x8, "noatime": 0x400, "nodiratime": 0x800,
                "relatime": 0x200000, "strictatime": 0x1000000}
 SHARED_MEMORY = "/dev/shm"
 PROC_GID = 999_999_999  # nobody's group (workers' own uids and gids start at 1e9)
@@ -133,12 +134,10 @@ def own_pid_namespace() -> str:
         return "n/a (not root: the worker's own uid is signalled at once instead)"
     if _libc.unshare(CLONE_NEWPID) != 0:
         return f"unavailable ({_err()})"
-    import signal
-
     status_r, status_w = os.pipe()  # the worker's wait status, from the reaper to the judge's child
     reaper = os.fork()
     if reaper:
-        _end_like(_outlive(reaper, status_r, lambda status: os.read(status_r, 4)), signal)
+        _end_like(_outlive(reaper, status_r, lambda status: os.read(status_r, 4)))
     signal.signal(signal.SIGUSR1, lambda *_: os.kill(-1, signal.SIGSTOP))
     signal.signal(signal.SIGUSR2, lambda *_: os.kill(-1, signal.SIGCONT))
     worker = os.fork()
@@ -168,7 +167,7 @@ def _outlive(child: int, keep: int, then):
             return then(status)
 
 
-def _end_like(report: bytes, signal) -> None:
+def _end_like(report: bytes) -> None:
     """End as the worker did: its exit code, or killed by its signal (a reaper killed outright sent
     no report: killed)."""
     status = int.from_bytes(report, "little") if len(report) == 4 else signal.SIGKILL
