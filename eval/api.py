@@ -12,6 +12,7 @@ and the faster-than-memory failure on a GPU.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -80,6 +81,8 @@ def _judge(path: Path, mode: str, chosen: list, judged_options: modes.Options, r
         raise ValueError(f"{path} is not a file")
     if mode == "test":
         return modes.run_tests(path, chosen, judged_options, runner)
+    if mode == "leaderboard":  # never judged below full unless the user chose the level
+        judged_options = dataclasses.replace(judged_options, require_full_sandbox=True)
     record = modes.run_benchmarks(path, chosen, judged_options, leaderboard=mode == "leaderboard", runner=runner)
     sol.annotate(record)
     return record

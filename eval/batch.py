@@ -126,6 +126,9 @@ def last_error(stderr: str) -> str:
     return (errors or lines or ["no output"])[-1][:300]
 
 
+REQUIRE_FULL_ENV = "EVAL_REQUIRE_FULL_SANDBOX"  # read by eval/judge/modes.py Runner
+
+
 def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | None, limit: float | None,
               problem: Path | None = None) -> dict:
     """One candidate through its own judge process (on `problem`, else the current folder); its
@@ -139,6 +142,7 @@ def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | No
         env.pop(problem_folder.DIR_ENV, None)
         if device is not None:
             env["CUDA_VISIBLE_DEVICES"] = device
+        env[REQUIRE_FULL_ENV] = "1"  # no candidate judged below full unless the user chose a level (--sandbox)
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                 errors="replace", env=env, start_new_session=True, cwd=problem_folder.ROOT)
         try:

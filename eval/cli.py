@@ -99,13 +99,23 @@ def save(record: RunRecord) -> Path:
 @click.option("--problem", "problem_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="A problem folder in the leaderboard's layout (task.yml, task.py, reference.py); default: "
                    "the current directory if it is one, else this repository's own problem.")
-def main(problem_dir):
+@click.option("--sandbox", "sandbox_level", type=click.Choice(["full", "cuda-first", "no-uid", "none"]), default=None,
+              help="Start workers at this sandbox level (as EVAL_SANDBOX) instead of the level this machine reaches "
+                   "(python -m eval doctor finds it); leaderboard and batch judge below full only when chosen.")
+@click.pass_context
+def main(ctx, problem_dir, sandbox_level):
     """Local harness for GPU MODE leaderboard problems: same checks, same timing method.
 
     SUB is a submission file (e.g. submission/v5.py) defining custom_kernel(data). It runs in a
     sandboxed worker; every verdict and every checked output is decided in this process.
     """
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    if sandbox_level:
+        os.environ["EVAL_SANDBOX"] = sandbox_level
+    elif os.environ.get("EVAL_SANDBOX") and os.environ["EVAL_SANDBOX"] not in ("full", "cuda-first", "no-uid", "none"):
+        fail_usage(f"EVAL_SANDBOX={os.environ['EVAL_SANDBOX']} is not one of full, cuda-first, no-uid, none")
+    if os.environ.get("EVAL_SANDBOX_SKIP") and ctx.invoked_subcommand != "doctor":
+        fail_usage("EVAL_SANDBOX_SKIP leaves sandbox layers out for diagnosis (python -m eval doctor) only: unset it")
     signal.signal(signal.SIGTERM, _terminated)  # batch's --limit asks first: workers are closed on the way out
     case_files.secret_seed()  # taken from the environment before anything else starts
     try:
@@ -469,3 +479,28 @@ def tune(sub, case_set, runs, write, timeout):
 
 if __name__ == "__main__":
     main()
+
+
+@main.command()
+@click.option("--workers", default=16, show_default=True, help="Workers started side by side at the machine's level.")
+@click.option("--skip", default=lambda: os.environ.get("EVAL_SANDBOX_SKIP", ""),
+              help="Diagnosis: layers to leave out (comma-separated; default EVAL_SANDBOX_SKIP). Judges nothing.")
+@click.option("--bisect", is_flag=True, help="Diagnosis: every layer alone and every layer left out, one worker each.")
+@click.option("--jobs", default=8, show_default=True, help="Workers at once for --bisect.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the findings as JSON here.")
+def doctor(workers, skip, bisect, jobs, fmt, output):
+    """Run first on a new machine: the GPU as a sandboxed worker sees it, each sandbox layer, the level
+    this machine reaches (found again and kept), worker start time, N workers side by side.
+    Exit 0 when every worker reaches full with CUDA working, 1 when not."""
+    from eval import doctor as checks
+    from eval.worker.sandbox import LAYERS
+
+    names = tuple(n.strip() for n in skip.split(",") if n.strip())
+    unknown = [n for n in names if n not in LAYERS]
+    if unknown:
+        fail_usage(f"--skip {','.join(unknown)}: not a layer (layers: {', '.join(LAYERS)})")
+    if workers < 0 or jobs < 1:
+        fail_usage("--workers must be >= 0 and --jobs >= 1")
+    sys.exit(checks.main(workers=workers, skip=names, bisect=bisect, jobs=jobs, fmt=fmt, output=output))

@@ -189,11 +189,25 @@ def test_the_step_down_keeps_the_uid_and_every_layer_but_the_order(monkeypatch, 
         assert record.environment.sandbox["uid"].startswith("kept root"), record.environment.sandbox
 
 
-def test_where_cuda_fails_inside_the_sandbox_the_judge_steps_down_one_level_at_a_time(monkeypatch, tmp_path):
-    """The hello (signed before the submission exists) says whether CUDA works: the judge tries
-    full, then cuda-first, and later workers of this judge start at the level that worked."""
+def _fake_machine(monkeypatch, tmp_path, hello):
     import torch
 
+    from eval.judge import levels
+
+    monkeypatch.setenv("EVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(levels, "machine_key", lambda: {"host": "test", "driver": "580"})
+    monkeypatch.setattr(channel.WorkerProcess, "_hello", hello)
+    monkeypatch.setattr(channel.WorkerProcess, "_load", lambda self, *a: None)
+    monkeypatch.setattr(channel.WorkerProcess, "close", lambda self: None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.delenv("EVAL_SANDBOX", raising=False)
+    return levels
+
+
+def test_the_machines_level_is_found_once_and_every_later_worker_starts_there(monkeypatch, tmp_path):
+    """The hello (signed before the submission exists) says whether CUDA works: the first judge tries
+    full, then cuda-first, and keeps the answer; every later worker starts at cuda-first directly,
+    and its record says it is below full and why."""
     tried = []
 
     def hello(self, level):
@@ -202,17 +216,48 @@ def test_where_cuda_fails_inside_the_sandbox_the_judge_steps_down_one_level_at_a
         return {"cuda": level != "full", "sandbox": {},
                 "cuda_error": "RuntimeError: ... Error 304: OS call failed or operation not supported on this OS"}
 
-    monkeypatch.setattr(channel.WorkerProcess, "_hello", hello)
-    monkeypatch.setattr(channel.WorkerProcess, "_load", lambda self, *a: None)
-    monkeypatch.setattr(channel.WorkerProcess, "close", lambda self: None)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.delenv("EVAL_SANDBOX", raising=False)
-    monkeypatch.setattr(channel, "_LEVEL", [])
+    levels = _fake_machine(monkeypatch, tmp_path, hello)
     info = channel.WorkerProcess(None, tmp_path / "w.log").start(60)
-    assert tried == ["full", "cuda-first"] and channel._LEVEL == ["cuda-first"]
-    assert info["sandbox"]["sandbox level"].startswith("cuda-first, stepped down: CUDA failed at full (RuntimeError")
-    channel.WorkerProcess(None, tmp_path / "w2.log").start(60)
-    assert tried[2:] == ["cuda-first"]
+    assert tried == ["full", "cuda-first"] and levels.known()["level"] == "cuda-first"
+    assert info["sandbox"]["sandbox level"].startswith("cuda-first: below full, the best this machine reaches "
+                                                       "(CUDA failed at full (RuntimeError")
+    info = channel.WorkerProcess(None, tmp_path / "w2.log").start(60)
+    assert tried[2:] == ["cuda-first"] and info["sandbox"]["sandbox level"].startswith("cuda-first: below full")
+
+
+def test_a_worker_that_fails_at_the_machines_level_beside_others_does_not_step_down(monkeypatch, tmp_path):
+    """Side by side, a worker whose CUDA fails at the kept level is a one-line failure: no worker
+    lowers its own sandbox (a neighbour could be the cause), and the kept level stays."""
+    import pytest
+
+    tried = []
+
+    def hello(self, level):
+        tried.append(level)
+        return {"cuda": False, "sandbox": {}, "cuda_error": "RuntimeError: Error 304"}
+
+    levels = _fake_machine(monkeypatch, tmp_path, hello)
+    levels.remember("full", [])
+    monkeypatch.setattr(channel, "_live_workers", lambda own: 3)
+    with pytest.raises(channel.WorkerFailure, match="at sandbox level full .this machine's level, 3 other worker"):
+        channel.WorkerProcess(None, tmp_path / "w.log").start(60)
+    assert tried == ["full"] and levels.known()["level"] == "full"
+
+
+def test_a_kept_level_is_trusted_only_from_the_judges_own_unshared_file(monkeypatch, tmp_path):
+    """A level file anyone else could write (a worker planting "none") is not read: the level is
+    found again."""
+    tried = []
+
+    def hello(self, level):
+        tried.append(level)
+        return {"cuda": True, "sandbox": {}}
+
+    levels = _fake_machine(monkeypatch, tmp_path, hello)
+    levels.remember("none", [])
+    os.chmod(levels.cache_file(), 0o666)
+    info = channel.WorkerProcess(None, tmp_path / "w.log").start(60)
+    assert tried == ["full"] and info["sandbox"]["sandbox level"] == "full" and levels.known()["level"] == "full"
 
 
 def test_a_full_gpu_is_no_reason_to_step_down(monkeypatch, tmp_path):
@@ -228,11 +273,7 @@ def test_a_full_gpu_is_no_reason_to_step_down(monkeypatch, tmp_path):
         return {"cuda": False, "cuda_error": "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB",
                 "sandbox": {}}
 
-    monkeypatch.setattr(channel.WorkerProcess, "_hello", hello)
-    monkeypatch.setattr(channel.WorkerProcess, "close", lambda self: None)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.delenv("EVAL_SANDBOX", raising=False)
-    monkeypatch.setattr(channel, "_LEVEL", [])
+    levels = _fake_machine(monkeypatch, tmp_path, hello)
     with pytest.raises(channel.WorkerFailure, match="for want of GPU resources, not because of its sandbox"):
         channel.WorkerProcess(None, tmp_path / "w.log").start(60)
-    assert tried == ["full"] and channel._LEVEL == []
+    assert tried == ["full"] and levels.known() is None

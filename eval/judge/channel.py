@@ -45,7 +45,7 @@ from pathlib import Path
 
 from eval import problem_folder
 from eval.cases import ROOT
-from eval.judge import build_cache, disk_quota, text, worker_log
+from eval.judge import build_cache, disk_quota, levels, text, worker_log
 from eval.worker import build
 from eval.worker.sandbox import UID_LEVELS
 
@@ -66,9 +66,7 @@ RESOURCE_ERRORS = ("out of memory", "busy or unavailable", "memoryallocation", "
 WORKER_UIDS = (1_000_000_000, 100_000_000)  # first uid and how many: a uid of its own for each worker
 BOOT = ("import os,sys,runpy;sys.path[:0]=os.environ['EVAL_WORKER_PATH'].split(os.pathsep);"
         "runpy.run_module('eval.worker',run_name='__main__',alter_sys=True)")
-SANDBOX_LEVELS = ("full", "cuda-first", "no-uid", "none")  # tried in order while CUDA does not work inside
-# the worker (eval/worker/sandbox.py says what each leaves out)
-_LEVEL: list[str] = []  # the level that worked in this process
+SANDBOX_LEVELS = levels.LEVELS  # eval/judge/levels.py: the machine's level, found once and kept
 ENV_PASSED = ("PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS",
               "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH")
 ENV_PREFIXES = ("CUDA_", "NVIDIA_", "CUTE_DSL_", "CUTLASS_")
@@ -238,10 +236,14 @@ def _own_tree(path: Path, uid: int | None) -> None:
 class WorkerProcess:
     """One worker process holding (at most) one imported submission."""
 
-    def __init__(self, submission: Path | None, log_path: Path, emulate: bool = False, gpu: bool = True):
+    def __init__(self, submission: Path | None, log_path: Path, emulate: bool = False, gpu: bool = True,
+                 skip: tuple[str, ...] = ()):
         self.submission = Path(submission).resolve() if submission else None
         self.emulate = emulate  # --emulate-blackwell: stand-ins installed before the submission loads
         self.gpu = gpu  # False: a build-only worker (no GPU visible), see build_cache.prebuild
+        self.skip = tuple(skip)  # layers left out: python -m eval doctor --skip alone (diagnosis, judges nothing)
+        self.level: str | None = None  # the sandbox level it started at
+        self.require_full = False  # leaderboard, batch: below full only where the user chose the level
         self.log_path = Path(log_path)
         self.process: subprocess.Popen | None = None
         self.key = b""
@@ -262,41 +264,83 @@ class WorkerProcess:
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, load_timeout: float = DEFAULT_LOAD_TIMEOUT_S, import_timeout: float | None = None) -> dict:
-        """Start the process and import the submission; returns the hello info. Where the judge has
-        CUDA and the sandboxed worker has not (the hello says so, before the submission exists), the
-        worker is started again with less sandbox (the report names what was left out).
-        import_timeout bounds the import, extended while compilers run under the worker up to
-        load_timeout (the build limit)."""
+        """Start the process at this machine's sandbox level (eval/judge/levels.py: found once, by the
+        first judge that needs it, and kept) and import the submission; returns the hello info. No
+        worker steps down on its own: one that cannot use CUDA at the machine's level (or the level
+        the user chose, EVAL_SANDBOX) is a failure that says why. import_timeout bounds the import,
+        extended while compilers run under the worker up to load_timeout (the build limit)."""
         import torch
 
-        chosen = os.environ.get("EVAL_SANDBOX")  # the user's choice first; never remembered for later workers
-        first = chosen or (_LEVEL[0] if _LEVEL else "full")
-        if first not in SANDBOX_LEVELS:
-            raise WorkerFailure(f"EVAL_SANDBOX={first} is not one of {', '.join(SANDBOX_LEVELS)}")
-        levels = SANDBOX_LEVELS[SANDBOX_LEVELS.index(first):]
-        failed = []  # (level, why CUDA failed there)
-        for level in levels:
-            info = self._hello(level)
-            if info.get("cuda") or not self.gpu or not torch.cuda.is_available():
-                if not chosen and self.gpu and level != "full":
-                    _LEVEL[:] = [level]  # this machine's fallback: later workers start there
-                if failed and isinstance(info.get("sandbox"), dict):
-                    info["sandbox"]["sandbox level"] = f"{level}, stepped down: " + "; ".join(
-                        f"CUDA failed at {lv} ({why})" for lv, why in failed)
-                self._load(import_timeout or load_timeout, load_timeout)
-                return info
+        try:
+            chosen = levels.chosen_level()
+        except ValueError as exc:
+            raise WorkerFailure(str(exc)) from None
+        needs_cuda = self.gpu and torch.cuda.is_available()
+        found = None
+        if chosen or not needs_cuda:
+            level = chosen or "full"
+        else:
+            key = levels.machine_key()
+            found = levels.known(key)
+            if found is None or self.skip:
+                with levels.finding():  # a neighbour finding it now: wait, then read its answer
+                    found = None if self.skip else levels.known(key)
+                    if found is None:
+                        return self._find_level(key, import_timeout or load_timeout, load_timeout)
+            level = found["level"]
+        info = self._hello(level)
+        if needs_cuda and not info.get("cuda"):
             why = text.from_worker(info.get("cuda_error") or "no reason given", 300)
             neighbours = _live_workers(self.claim)
             self.close()
             if any(word in why.lower() for word in RESOURCE_ERRORS):
                 raise WorkerFailure(f"CUDA failed in the worker for want of GPU resources, not because of its "
                                     f"sandbox: {why} (is another process holding the GPU?)")
-            if neighbours and level != "full":  # cuda-first keeps every layer; below it, not on a neighbour's account
-                raise WorkerFailure(f"CUDA failed in the worker at sandbox level {level} while {neighbours} other "
-                                    f"worker(s) ran on this machine: {why}; the sandbox is not lowered further while "
-                                    "a neighbour could be the cause (judge it again alone, or set EVAL_SANDBOX)")
+            if found is not None and not neighbours:  # the machine changed under the cache: find it again, once
+                levels.forget()
+                with levels.finding():
+                    return self._find_level(levels.machine_key(), import_timeout or load_timeout, load_timeout)
+            where = "the level you chose" if chosen else "this machine's level"
+            raise WorkerFailure(f"CUDA failed in the worker at sandbox level {level} ({where}"
+                                f"{f', {neighbours} other worker(s) running' if neighbours else ''}): {why}; "
+                                "python -m eval doctor shows each layer")
+        self._label(info, level, found, bool(chosen))
+        self._load(import_timeout or load_timeout, load_timeout)
+        return info
+
+    def _find_level(self, key: dict, import_timeout: float, load_timeout: float) -> dict:
+        """Under levels.finding(): start at each level, best first, until CUDA works; keep the answer
+        for every later worker on this machine (not when layers were left out for diagnosis)."""
+        failed = []  # (level, why CUDA failed there)
+        for level in levels.LEVELS:
+            started = time.monotonic()
+            info = self._hello(level)
+            if info.get("cuda"):
+                found = {"level": level, "failed": [{"level": lv, "why": why} for lv, why in failed]}
+                if not self.skip:
+                    found = levels.remember(level, failed, time.monotonic() - started, key)
+                self._label(info, level, found, False)
+                self._load(import_timeout, load_timeout)
+                return info
+            why = text.from_worker(info.get("cuda_error") or "no reason given", 300)
+            self.close()
+            if any(word in why.lower() for word in RESOURCE_ERRORS):
+                raise WorkerFailure(f"CUDA failed in the worker for want of GPU resources, not because of its "
+                                    f"sandbox: {why} (is another process holding the GPU?)")
+            if self.skip:  # diagnosis: the level asked for, nothing lower
+                raise WorkerFailure(f"CUDA failed in the worker at sandbox level {level} with "
+                                    f"{', '.join(self.skip)} left out: {why}")
             failed.append((level, why))
         raise WorkerFailure("the worker cannot use CUDA even without its sandbox (see the worker log)")
+
+    def _label(self, info: dict, level: str, found: dict | None, chosen: bool) -> None:
+        if self.require_full and level != "full" and not chosen:
+            self.close()
+            raise WorkerFailure(f"this machine's worker sandbox reaches only level {level}, below full: not judged "
+                                f"(python -m eval doctor says why; --sandbox {level} judges there anyway)")
+        self.level = level
+        if isinstance(info.get("sandbox"), dict):
+            info["sandbox"]["sandbox level"] = levels.describe(level, found, chosen)
 
     def _hello(self, level: str) -> dict:
         """Start the process; its first reply, signed before the submission is imported, is the
@@ -324,7 +368,7 @@ class WorkerProcess:
         rep_r, rep_w = os.pipe()
         writable = [str(private.root), str(private.builds), *_device_paths()]
         readable, listable = _readable_paths(self.submission, lib.path)
-        paths = json.dumps({"write": writable, "read": readable, "list": listable})
+        paths = json.dumps({"write": writable, "read": readable, "list": listable, "skip": list(self.skip)})
         cmd = [sys.executable, "-I", "-B", "-c", BOOT, str(req_r), str(rep_w), str(key_r), str(lib.path), level,
                str(uid if uid is not None else -1), paths]
         self.log = worker_log.LogPump(self.log_path)
@@ -617,14 +661,23 @@ class Claim:
         workers = build.cache_root() / "workers"
         workers.mkdir(parents=True, exist_ok=True)
         os.chmod(workers, 0o711)
-        while True:  # the lock first, then the folder: a folder without a lock is a leftover
-            name = f"w-{secrets.token_hex(6)}"
-            try:
-                fd = os.open(workers / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            except FileExistsError:
-                continue
-            break
+        # the lock first, then the folder: a folder without a lock is a leftover. The lock file is
+        # locked before it has its name (made under a name sweep_dead never looks at, then linked):
+        # a neighbour's sweep that opened it between its creation and its flock took it for a dead
+        # judge's, unlinked it, and a later sweep deleted the live worker's folder
+        hidden = workers / f".new-{secrets.token_hex(8)}"
+        fd = os.open(hidden, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)  # a new file: nobody else holds it
+        try:
+            while True:
+                name = f"w-{secrets.token_hex(6)}"
+                try:
+                    os.link(hidden, workers / f"{name}.lock")
+                except FileExistsError:
+                    continue
+                break
+        finally:
+            os.unlink(hidden)
         self.fd, self.folder = fd, workers / name
         self.folder.mkdir(mode=0o700)
 
@@ -678,6 +731,20 @@ def sweep_dead() -> list[str]:
         if folder.is_dir() and not folder.is_symlink() and not Path(f"{folder}.lock").exists():
             build_cache.remove_tree(folder)  # its lock is gone (a judge of an older harness, or a failed clean-up)
             swept.append(str(folder))
+    for hidden in workers.glob(".new-*"):  # a lock file whose judge died before it had its name
+        try:
+            if time.time() - hidden.lstat().st_mtime < 60:  # (one being made now is locked at once)
+                continue
+            fd = os.open(hidden, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(hidden)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
     for lock in sorted(workers.glob("w-*.lock")):
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)

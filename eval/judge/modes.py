@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import platform
 import secrets
 import time
@@ -50,6 +51,9 @@ class Options:
     # reward data specialisation)
     fail_narrow: bool = False
     emulate_blackwell: bool = False  # exact stand-ins for Blackwell-only calls (eval/worker/emulation.py)
+    # leaderboard and batch: a machine whose sandbox reaches less than full judges nothing unless the
+    # user chose the level (--sandbox LEVEL / EVAL_SANDBOX)
+    require_full_sandbox: bool = False
     log_dir: Path = results.RESULTS_DIR / "logs"
 
 
@@ -80,6 +84,7 @@ class Runner:
         name = Path(submission).stem if submission else "harness"
         self.log_path = options.log_dir / f"{results.now_stamp()}-{results.slug(name)}.log"
         self.worker = WorkerProcess(submission, self.log_path, emulate=options.emulate_blackwell)
+        self.worker.require_full = options.require_full_sandbox or os.environ.get("EVAL_REQUIRE_FULL_SANDBOX") == "1"
         self.info: dict = {}
 
     def ensure(self) -> dict:

@@ -8,7 +8,8 @@ context start, then the uid change and seccomp, which reach every thread; only t
 the submission's imported. At the judge's step-downs ("cuda-first", "no-uid") torch and the context
 start first and every layer follows (the order that kept CUDA working before). PATHS is a JSON
 object of path lists: "write" (folders and device files it may write), "read" (what it may read and
-run; absent: reads are not restricted) and "list" (folders it may only list).
+run; absent: reads are not restricted), "list" (folders it may only list) and, for `python -m eval
+doctor --skip` alone, "skip" (layers left out, eval/worker/sandbox.py LAYERS).
 """
 import faulthandler
 import json
@@ -20,6 +21,8 @@ if __name__ == "__main__":
     native_so, level, uid, paths = sys.argv[4], sys.argv[5], int(sys.argv[6]), json.loads(sys.argv[7])
     uid = uid if uid >= 0 else None
     from eval.worker import sandbox  # standard library only
+
+    sandbox.leave_out(paths.get("skip", ()))  # diagnosis only (python -m eval doctor --skip)
 
     # as root, before anything else: the rest runs in a PID namespace of its own (the judge's child
     # and the namespace's reaper wait outside it and never return from here)

@@ -134,6 +134,9 @@ class Worker:
         works, error = _cuda_works(self.torch) if self.cuda else (False, self.cuda_error)
         info = {"sandbox": self.layers, "python": platform.python_version(), "torch": self.torch.__version__,
                 "cuda": works, "emulated": emulated}
+        if works:  # the GPU as a sandboxed worker sees it (python -m eval doctor)
+            props = self.torch.cuda.get_device_properties(0)
+            info["gpu"] = f"{props.name} (sm_{props.major}{props.minor}, {props.total_memory >> 30} GiB)"
         if not works:  # the judge steps the sandbox down for a failure to start, not for a full GPU
             info["cuda_error"] = error or "torch.cuda.is_available() is False inside the worker"
         self.native.reply(nonce, "hello", json.dumps(info))
@@ -232,7 +235,12 @@ def serve(request_fd: int, reply_fd: int, key_fd: int, native_so: str, layers: d
     cuda = torch.cuda.is_available() and not cuda_error
     driver = (mapped_library("libcudart.so") or "") if cuda else ""  # torch's CUDA runtime
     # key, driver, GPU state and the memory filter fixed before the submission exists
-    hardening = native.open_channel(key_fd, reply_fd, driver, cuda, FLUSH_L2_MULTIPLE, not layers.get("sandbox"))
+    from eval.worker import sandbox
+
+    harden = not layers.get("sandbox") and not sandbox.skipped("memory-filter")
+    hardening = native.open_channel(key_fd, reply_fd, driver, cuda, FLUSH_L2_MULTIPLE, harden)
+    if sandbox.skipped("memory-filter"):
+        hardening["memory filter"] = sandbox.SKIPPED
     worker = Worker(native, {**layers, **{f"native {k}": v for k, v in hardening.items()}}, cuda_error)
     while True:
         request = read_request(request_fd)

@@ -114,6 +114,28 @@ PROC_GID = 999_999_999  # nobody's group (workers' own uids and gids start at 1e
 SHM_CAP_BYTES = 1 << 30  # the private /dev/shm holds at most this, or a quarter of RAM where that is less
 
 UID_LEVELS = ("full", "cuda-first")  # the levels that drop to an unprivileged uid
+# every layer by the name `python -m eval doctor --skip` takes (diagnosis only: a worker started
+# with any of them left out judges nothing, eval/judge/levels.py)
+LAYERS = ("pid-namespace", "own-proc", "cuda-driver", "ipc-namespace", "shm", "proc", "read-only-view", "network",
+          "no-new-privs", "landlock", "capabilities", "uid", "seccomp", "parent-death", "memory-filter")
+_skipped: frozenset[str] = frozenset()
+
+
+def leave_out(names) -> None:
+    """Diagnosis (`python -m eval doctor --skip`): the named layers are not applied, each reported as
+    "skipped (diagnosis)"."""
+    global _skipped
+    unknown = set(names) - set(LAYERS)
+    if unknown:
+        raise ValueError(f"unknown layer(s): {', '.join(sorted(unknown))} (layers: {', '.join(LAYERS)})")
+    _skipped = frozenset(names)
+
+
+def skipped(name: str) -> bool:
+    return name in _skipped
+
+
+SKIPPED = "skipped (diagnosis: doctor --skip)"
 EARLY_LEVELS = ("full",)  # the levels whose per-thread layers go on before torch
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -129,7 +151,10 @@ def own_pid_namespace() -> str:
     so no chain of forks outruns the kill, and the reaper stops (SIGUSR1) or continues (SIGUSR2) all
     of them at once with kill(-1) inside it (red team round 10, where root is kept: a process that
     left its group and took a new pid every 50 µs outlived the judge, and escaped compare's freeze).
-    The judge's child ends as the worker did (a signal as that signal). Not root: nothing to do."""
+    The judge's child ends as the worker did (a signal as that signal). Not root: nothing to do.
+    The worker then mounts a /proc of the namespace's own (_own_proc) before anything reads it."""
+    if skipped("pid-namespace"):
+        return SKIPPED
     if os.geteuid() != 0:
         return "n/a (not root: the worker's own uid is signalled at once instead)"
     if _libc.unshare(CLONE_NEWPID) != 0:
@@ -146,9 +171,27 @@ def own_pid_namespace() -> str:
             signal.signal(sig, signal.SIG_DFL)
         os.close(status_r)
         os.close(status_w)
-        return "on (its end kills every process in it at once)"
+        return "on (its end kills every process in it at once; " + _own_proc() + ")"
     _outlive(worker, status_w, lambda status: os.write(status_w, status.to_bytes(4, "little")))
     os._exit(0)
+
+
+def _own_proc() -> str:
+    """In the new PID namespace, before CUDA or anything else reads /proc: a mount namespace of its
+    own (private: nothing propagates back) with /proc mounted again for this namespace. Without it
+    /proc is the host's, where the worker's pids and thread ids (its namespace's) name other
+    processes or none: CUDA's driver names the threads it starts through
+    /proc/self/task/<tid>/comm, and cuInit failed with CUresult 304 on the H100 and H200 (2026-11-27,
+    every level but none)."""
+    if skipped("own-proc"):
+        return "its /proc: " + SKIPPED
+    if _libc.unshare(CLONE_NEWNS) != 0:
+        return f"its /proc: unavailable (mount namespace: {_err()}): the host's /proc names other processes"
+    if _libc.mount(None, b"/", None, ctypes.c_ulong(MS_REC | MS_PRIVATE), None) != 0:
+        return f"its /proc: unavailable (private mounts: {_err()})"
+    if _libc.mount(b"proc", b"/proc", b"proc", ctypes.c_ulong(MS_NOSUID | MS_NODEV | 0x8), None) != 0:
+        return f"its /proc: unavailable ({_err()}): the host's /proc names other processes"
+    return "a /proc of its own"
 
 
 def _outlive(child: int, keep: int, then):
@@ -184,6 +227,8 @@ def start_driver() -> str:
     run the setuid nvidia-modprobe (device files, /dev/nvidia-uvm) and read the container's
     /proc/driver/nvidia, neither possible inside the sandbox; what it opens stays usable after.
     Torch's later cuInit finds it done. No GPU, no driver: nothing to do."""
+    if skipped("cuda-driver"):
+        return SKIPPED
     if os.environ.get("CUDA_VISIBLE_DEVICES") == "":
         return "n/a (no GPU visible)"
     try:
@@ -220,21 +265,32 @@ def apply_early(writable: list[str], uid: int | None, level: str = "full", reada
         f"{threads} before the sandbox: the per-thread layers do not bind the others"
     root = os.geteuid() == 0
     if root:  # System V IPC and POSIX message queues of its own, gone with it
-        applied["ipc namespace"] = "on" if _libc.unshare(CLONE_NEWIPC) == 0 else f"unavailable ({_err()})"
-        applied["shm"] = _private_shm()  # while root: before the capabilities go
-        applied["proc"] = _private_proc() if applied["shm"].startswith("on") else "n/a (no mount namespace)"
+        applied["ipc namespace"] = _layer("ipc-namespace", lambda: "on" if _libc.unshare(CLONE_NEWIPC) == 0
+                                          else f"unavailable ({_err()})")
+        applied["shm"] = _layer("shm", _private_shm)  # while root: before the capabilities go
+        mounts = applied["shm"].startswith("on")
+        applied["proc"] = _layer("proc", _private_proc if mounts else lambda: "n/a (no mount namespace)")
         if not (uid is not None and level in UID_LEVELS):  # root is kept: its own files' metadata is its
-            applied["read-only view"] = (_read_only_view(writable) if applied["shm"].startswith("on")
-                                         else "n/a (no mount namespace)")
-        applied["network"] = ("on (a network namespace of its own: no interface but a down loopback)"
-                              if _libc.unshare(CLONE_NEWNET) == 0 else f"unavailable ({_err()})")
+            applied["read-only view"] = _layer("read-only-view", (lambda: _read_only_view(writable)) if mounts
+                                               else lambda: "n/a (no mount namespace)")
+        applied["network"] = _layer("network", lambda: "on (a network namespace of its own: no interface but a "
+                                    "down loopback)" if _libc.unshare(CLONE_NEWNET) == 0 else f"unavailable ({_err()})")
     else:  # Landlock needs no_new_privs without CAP_SYS_ADMIN (as root: set in apply_late, after CUDA)
-        applied["no_new_privs"] = "on" if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else f"failed ({_err()})"
-    applied["landlock"] = _landlock(arch, writable, readable, listable)
+        applied["no_new_privs"] = _layer("no-new-privs", _no_new_privs)
+    applied["landlock"] = _layer("landlock", lambda: _landlock(arch, writable, readable, listable))
     if root:  # after Landlock (CAP_SYS_ADMIN allowed it): all gone, but the two the uid change needs
         keep = (CAP_SETGID, CAP_SETUID) if uid is not None and level in UID_LEVELS else ()
-        applied["capabilities"] = _drop_capabilities(arch, keep)
+        applied["capabilities"] = _layer("capabilities", lambda: _drop_capabilities(arch, keep))
     return applied
+
+
+def _layer(name: str, apply_it) -> str:
+    """apply_it()'s report, or SKIPPED where doctor --skip named the layer."""
+    return SKIPPED if skipped(name) else apply_it()
+
+
+def _no_new_privs() -> str:
+    return "on" if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else f"failed ({_err()})"
 
 
 def apply_late(uid: int | None, level: str, applied: dict[str, str]) -> dict[str, str]:
@@ -245,7 +301,9 @@ def apply_late(uid: int | None, level: str, applied: dict[str, str]) -> dict[str
         return applied
     arch = platform.machine()
     applied = dict(applied)
-    if uid is not None and os.geteuid() == 0 and level in UID_LEVELS:
+    if skipped("uid"):
+        applied["uid"] = SKIPPED
+    elif uid is not None and os.geteuid() == 0 and level in UID_LEVELS:
         try:
             os.setgroups([])
             os.setresgid(uid, uid, uid)
@@ -256,9 +314,12 @@ def apply_late(uid: int | None, level: str, applied: dict[str, str]) -> dict[str
     elif os.geteuid() == 0:
         applied["uid"] = "kept root (" + ("CUDA failed as an unprivileged uid, or EVAL_SANDBOX=no-uid)" if level == "no-uid" else
                                           "the tree is not readable by an unprivileged uid)")
-    applied["no_new_privs"] = "on" if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 else f"failed ({_err()})"
+    applied["no_new_privs"] = _layer("no-new-privs", _no_new_privs)
     judge = os.getppid()
-    applied["seccomp"] = _seccomp(arch, judge, os.getpid())
+    applied["seccomp"] = _layer("seccomp", lambda: _seccomp(arch, judge, os.getpid()))
+    if skipped("parent-death"):
+        applied["parent death"] = SKIPPED
+        return applied
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # after the uid change, which clears it
     if os.getppid() != judge:
         os._exit(1)  # the judge is already gone

@@ -1,0 +1,178 @@
+"""`python -m eval doctor`: what a user runs first on a new machine (judge side: starts workers that
+hold no submission, loads none).
+
+It shows the GPU as a sandboxed worker sees it, every sandbox layer (on, or why not), the level this
+machine reaches (eval/judge/levels.py; found again here, not read from the kept file), the time to
+start a worker, and whether N workers side by side all reach that level. It exits 1 where the level
+is below what the machine should reach (full), or where a side-by-side worker did not get there.
+
+`--skip LAYER,...` (diagnosis only, never a way to judge) starts workers with layers left out;
+`--bisect` tries every layer alone and every layer left out, one worker each, several at once, and
+prints a table: layers, the driver's cuInit before the sandbox, CUDA after every layer, seconds.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from eval.judge import levels
+from eval.judge.channel import WorkerFailure, WorkerProcess
+from eval.worker.sandbox import LAYERS
+
+
+@dataclasses.dataclass
+class Start:
+    """One worker's hello."""
+    level: str
+    skip: tuple[str, ...]
+    cuda: bool
+    seconds: float
+    layers: dict
+    error: str = ""
+    gpu: str = ""
+
+    @property
+    def driver(self) -> str:
+        return str(self.layers.get("cuda driver", "-"))
+
+    def weak(self) -> list[str]:
+        """Layers neither on nor not applicable (skipped ones included)."""
+        return [f"{k}: {v}" for k, v in self.layers.items()
+                if not str(v).startswith(("on", "one", "dropped", "n/a", "full")) and k != "sandbox level"]
+
+
+def hello(level: str, skip: tuple[str, ...] = (), log_dir: Path | None = None) -> Start:
+    """Start a worker (no submission) at `level` with `skip` left out; its signed hello."""
+    log_dir = log_dir or Path(tempfile.mkdtemp(prefix="eval-doctor-"))
+    name = "-".join(skip) or "all"
+    worker = WorkerProcess(None, log_dir / f"{level}-{name}-{time.monotonic_ns()}.log", skip=skip)
+    started = time.monotonic()
+    try:
+        info = worker._hello(level)
+        seconds = time.monotonic() - started
+        error = "" if info.get("cuda") else str(info.get("cuda_error") or "no CUDA in the worker")
+        return Start(level, skip, bool(info.get("cuda")), seconds, dict(info.get("sandbox") or {}), error,
+                     str(info.get("gpu", "")))
+    except WorkerFailure as exc:
+        return Start(level, skip, False, time.monotonic() - started, {}, f"{exc.reason} {exc.detail}".strip())
+    finally:
+        worker.close()
+
+
+def find_level(log_dir: Path) -> tuple[str | None, list[Start]]:
+    """Every level best first until CUDA works: the level this machine reaches, and each try."""
+    tried = []
+    for level in levels.LEVELS:
+        tried.append(hello(level, log_dir=log_dir))
+        if tried[-1].cuda or (not cuda_expected() and not tried[-1].error.startswith("the worker")
+                              and tried[-1].layers):
+            return level, tried
+    return None, tried
+
+
+def side_by_side(level: str, count: int, log_dir: Path) -> list[Start]:
+    with concurrent.futures.ThreadPoolExecutor(count) as pool:
+        return list(pool.map(lambda _: hello(level, log_dir=log_dir), range(count)))
+
+
+def bisect_layers(level: str, jobs: int, log_dir: Path) -> list[tuple[str, Start]]:
+    """All layers; each layer alone (every other left out); each layer left out."""
+    plans = [("all layers", ())]
+    plans += [(f"only {name}", tuple(n for n in LAYERS if n != name)) for name in LAYERS]
+    plans += [(f"without {name}", (name,)) for name in LAYERS]
+    plans.append(("no layer", LAYERS))
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        starts = list(pool.map(lambda plan: hello(level, plan[1], log_dir), plans))
+    return [(label, start) for (label, _), start in zip(plans, starts)]
+
+
+def expected_level() -> str:
+    return "full"  # root or not: full applies every layer the process can (the layers say which are n/a)
+
+
+def cuda_expected() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _line(start: Start) -> str:
+    state = "CUDA works" if start.cuda else f"CUDA fails: {start.error[:300]}"
+    return f"{start.seconds:5.1f} s  {state}"
+
+
+def main(workers: int = 16, skip: tuple[str, ...] = (), bisect: bool = False, jobs: int = 8, fmt: str = "table",
+         output: Path | None = None) -> int:
+    import json
+    import platform
+
+    log_dir = Path(tempfile.mkdtemp(prefix="eval-doctor-"))
+    os.chmod(log_dir, 0o700)
+    report: dict = {"kernel": platform.release(), "driver": levels.driver_version(), "root": os.geteuid() == 0,
+                    "cuda in the judge": cuda_expected(), "logs": str(log_dir)}
+    say = (lambda *a: None) if fmt == "json" else print
+    say(f"machine: kernel {report['kernel']}; NVIDIA driver: {report['driver']}; "
+        f"{'root' if report['root'] else 'not root'}; CUDA in the judge: {'yes' if report['cuda in the judge'] else 'no'}")
+    problems = []
+    if bisect:
+        bisect_level = "full"
+        rows = bisect_layers(bisect_level, jobs, log_dir)
+        report["bisect"] = [{"plan": label, "cuInit": s.driver, "cuda": s.cuda, "seconds": round(s.seconds, 2),
+                             "error": s.error} for label, s in rows]
+        say(f"\nbisect at level {bisect_level} (one worker each, {jobs} at once): layers, cuInit, CUDA, seconds")
+        for label, s in rows:
+            say(f"  {label:28s} {s.driver[:40]:40s} {'yes' if s.cuda else 'NO ':3s} {s.seconds:5.1f}"
+                + ("" if s.cuda else f"  {s.error[:160]}"))
+    elif skip:
+        s = hello("full", skip, log_dir)
+        report["diagnosis"] = dataclasses.asdict(s)
+        say(f"\ndiagnosis: level full with {', '.join(skip)} left out: {_line(s)}")
+        for k, v in s.layers.items():
+            say(f"  {k:22s} {v}")
+    else:
+        level, tried = find_level(log_dir)
+        best = tried[-1]
+        report["level"] = level
+        report["tried"] = [dataclasses.asdict(t) for t in tried]
+        if level is not None and cuda_expected():
+            levels.remember(level, [(t.level, t.error) for t in tried[:-1]], best.seconds)
+        say(f"\nGPU as the worker sees it: {best.gpu or 'none'}")
+        say(f"level this machine reaches: {level or 'none with CUDA'}"
+            + (f" (kept in {levels.cache_file()})" if level and cuda_expected() else ""))
+        for t in tried[:-1]:
+            say(f"  tried {t.level}: {_line(t)}")
+        say(f"worker start at {best.level}: {best.seconds:.1f} s")
+        say("layers:")
+        for k, v in best.layers.items():
+            say(f"  {k:22s} {v}")
+        if cuda_expected() and level != expected_level():
+            problems.append(f"the level is {level or 'none'}, below {expected_level()}")
+        if cuda_expected() and not best.cuda:
+            problems.append("CUDA does not work in the worker")
+        problems += [f"layer {w}" for w in best.weak() if not w.startswith("threads")]
+        if workers and level:
+            many = side_by_side(level, workers, log_dir)
+            ok = [m for m in many if m.cuda or not cuda_expected()]
+            times = sorted(m.seconds for m in many)
+            report["side by side"] = {"workers": workers, "reached": len(ok), "start s median": round(statistics.median(times), 2),
+                                      "start s max": round(times[-1], 2),
+                                      "errors": sorted({m.error[:200] for m in many if m.error})}
+            say(f"side by side: {len(ok)}/{workers} workers at {level} with CUDA; start median "
+                f"{statistics.median(times):.1f} s, max {times[-1]:.1f} s")
+            for error in report["side by side"]["errors"][:3]:
+                say(f"  {error}")
+            if len(ok) < workers:
+                problems.append(f"{workers - len(ok)} of {workers} side-by-side workers did not reach {level}")
+    report["problems"] = problems
+    if not bisect and not skip:
+        say("verdict: " + ("ok: every layer on, CUDA works in the worker" if not problems else "NOT OK: " + "; ".join(problems)))
+    if output:
+        Path(output).write_text(json.dumps(report, indent=1, default=str))
+    if fmt == "json":
+        print(json.dumps(report, indent=1, default=str))
+    return 1 if problems else 0
