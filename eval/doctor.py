@@ -8,7 +8,7 @@ is below what the machine should reach (full), or where a side-by-side worker di
 
 `--skip LAYER,...` (diagnosis only, never a way to judge) starts workers with layers left out;
 `--bisect` tries every layer alone and every layer left out, one worker each, several at once, and
-prints a table: layers, the driver's cuInit before the sandbox, CUDA after every layer, seconds.
+prints a table: layers, the driver's cuInit, CUDA after every layer, seconds.
 """
 from __future__ import annotations
 

@@ -170,6 +170,14 @@ def start_record(mode: str, submission: Path | None, runner: Runner, options: Op
             record.error = static_check.describe(failing[0])
             record.environment = describe_environment()
             return record
+    if submission and not options.emulate_blackwell and torch.cuda.is_available():
+        capability = "{}.{}".format(*torch.cuda.get_device_capability())
+        reason = blackwell.cannot_run_here(Path(submission).read_text(errors="replace"), capability,
+                                           torch.cuda.get_device_name())
+        if reason:  # nothing built for this GPU: no worker, no build (seconds, not a build per case)
+            record.error = reason
+            record.environment = describe_environment()
+            return record
     try:
         info = runner.ensure()
     except WorkerFailure as failure:
@@ -229,16 +237,35 @@ def run_each_case(mode: str, submission: Path | None, cases: list[Case], options
     the others still run. `passed` when every case passed."""
     with runner_for(submission, options, runner) as runner:
         record = start_record(mode, submission, runner, options)
-        for case in cases if not record.error else []:
+        for i, case in enumerate(cases if not record.error else []):
             result = new_case(case, options)
             try:
                 call(runner, result)
             except WorkerFailure as failure:
                 result.fail(failure.reason, failure.detail)
             record.cases.append(result)
+            if not result.passed and _missing_blackwell(record, result, options):
+                for rest in cases[i + 1:]:  # the same build, the same GPU: every case would fail alike
+                    skipped = new_case(rest, options)
+                    skipped.fail(f"not run: {case.label} failed for want of Blackwell (the same for every case)")
+                    record.cases.append(skipped)
+                break
     record.passed = not record.error and bool(record.cases) and all(c.passed for c in record.cases)
     explain_arch_failures(record)
     return record
+
+
+def _missing_blackwell(record: RunRecord, result: CaseResult, options: Options) -> bool:
+    """A case failed the way a Blackwell-only file fails on an older GPU without the flag."""
+    env = record.environment
+    if options.emulate_blackwell or not env.cuda_available or not record.submission or not result.error:
+        return False
+    try:
+        source = Path(record.submission).read_text(errors="replace")
+    except OSError:
+        return False
+    return blackwell.explain(source, result.error, env.capability, env.gpu or "") is not None and \
+        blackwell.ARCH_FAILURE.search(result.error) is not None
 
 
 # -- test: the untimed anti-cheat calls -----------------------------------------------------------

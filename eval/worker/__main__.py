@@ -1,11 +1,11 @@
 """Worker process entry: `python -m eval.worker REQ_FD REPLY_FD KEY_FD NATIVE_SO LEVEL UID PATHS`.
 
 Started by the judge (eval/judge/channel.py). Order matters (eval/worker/sandbox.py names the
-levels). At LEVEL "full": CUDA's driver is initialised alone (cuInit, while the process still has
-the rights it needs: the setuid nvidia-modprobe, the container's /proc), then the per-thread layers
-(namespaces, capabilities, Landlock) go on while this is the only thread, then torch and the CUDA
-context start, then the uid change and seccomp, which reach every thread; only then is anything of
-the submission's imported. At the judge's step-downs ("cuda-first", "no-uid") torch and the context
+levels). At LEVEL "full", as root: a PID namespace of its own with its own /proc; then, while this
+is the only thread, the per-thread layers (namespaces, no_new_privs, capabilities, Landlock with
+leave to write its own /proc/<pid>/task, where cuInit names its thread); then CUDA's driver starts
+(cuInit); then Landlock again without that leave; then torch and the CUDA context; then the uid
+change and seccomp, which reach every thread; only then is anything of the submission's imported. At the judge's step-downs ("cuda-first", "no-uid") torch and the context
 start first and every layer follows (the order that kept CUDA working before). PATHS is a JSON
 object of path lists: "write" (folders and device files it may write), "read" (what it may read and
 run; absent: reads are not restricted), "list" (folders it may only list) and, for `python -m eval
@@ -32,9 +32,11 @@ if __name__ == "__main__":
         return sandbox.apply_early(paths["write"], uid, level, paths.get("read"), paths.get("list", []))
 
     early = driver_state = None
-    if level in sandbox.EARLY_LEVELS:  # before any thread exists: every thread torch starts is bound
+    if level in sandbox.EARLY_LEVELS:  # before any thread exists: every thread CUDA and torch start is bound
+        early = per_thread_layers()  # Landlock with leave to name threads: cuInit needs it
         driver_state = sandbox.start_driver()
-        early = {"cuda driver": driver_state, **per_thread_layers()}
+        early = {"cuda driver": driver_state, **sandbox.seal_landlock(early, paths["write"], paths.get("read"),
+                                                                      paths.get("list", []))}
     import torch  # trusted
 
     cuda_error = None

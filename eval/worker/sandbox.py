@@ -4,9 +4,10 @@ apply_late after CUDA has started (uid and seccomp, which reach every thread) an
 submission is imported. Standard library only (ctypes).
 
 LEVEL, the judge's first choice first (it steps down while CUDA does not work inside the sandbox):
-  full        CUDA's driver initialised alone (cuInit through libcuda, while the process has the
-              rights it needs: nvidia-modprobe, the container's /proc), then the per-thread layers,
-              then torch: every thread torch and CUDA start later is inside them
+  full        the per-thread layers first (Landlock with leave to write the worker's own
+              /proc/<pid>/task, where cuInit names its thread), then CUDA's driver (cuInit through
+              libcuda), then Landlock again without that leave, then torch: every thread torch and
+              CUDA start is inside every layer (measured on the H100, 2026-11-27: docs/sandbox-gpu.md)
   cuda-first  torch and the CUDA context first, then every layer: threads started before the
               sandbox (the driver's, a BLAS pool's) are outside the per-thread layers, and the
               "threads" entry says how many (the order that works where "full" breaks CUDA)
@@ -16,7 +17,7 @@ Layers, each reported as "on" or why not:
   pid namespace  as root, first of all: the worker runs in a PID namespace of its own under a reaper
                  that runs no submission code; when the reaper dies the kernel kills every process
                  in it at once, and it stops or continues all of them at once for the judge
-  cuda driver    (full) cuInit before the sandbox, and the threads it left
+  cuda driver    (full) cuInit after the per-thread layers and before torch, and the threads it started
   uid            as root: an unprivileged uid (all threads: glibc changes every thread's ids)
   no_new_privs   no setuid binary can give privileges back
   capabilities   when still root: all dropped, so no CAP_SYS_PTRACE / CAP_DAC_OVERRIDE (the judge is
@@ -182,7 +183,7 @@ def _own_proc() -> str:
     /proc is the host's, where the worker's pids and thread ids (its namespace's) name other
     processes or none: CUDA's driver names the threads it starts through
     /proc/self/task/<tid>/comm, and cuInit failed with CUresult 304 on the H100 and H200 (2026-11-27,
-    every level but none)."""
+    every level but none; docs/sandbox-gpu.md)."""
     if skipped("own-proc"):
         return "its /proc: " + SKIPPED
     if _libc.unshare(CLONE_NEWNS) != 0:
@@ -223,10 +224,12 @@ def _end_like(report: bytes) -> None:
 
 
 def start_driver() -> str:
-    """cuInit(0) through libcuda, before any layer and before torch: the driver's first start may
-    run the setuid nvidia-modprobe (device files, /dev/nvidia-uvm) and read the container's
-    /proc/driver/nvidia, neither possible inside the sandbox; what it opens stays usable after.
-    Torch's later cuInit finds it done. No GPU, no driver: nothing to do."""
+    """cuInit(0) through libcuda, at full after the per-thread layers (its thread is born inside them)
+    and before torch. Landlock must then let this process write its own /proc/<pid>/task (cuInit
+    names the thread it starts there, and fails with CUresult 304 where it may not) and /proc must be
+    the worker's own PID namespace's (_own_proc). Torch's later cuInit finds it done. No GPU, no
+    driver: nothing to do. (The device files must exist already: with no_new_privs and no
+    capabilities the setuid nvidia-modprobe cannot make them; `nvidia-smi` once as root does.)"""
     if skipped("cuda-driver"):
         return SKIPPED
     if os.environ.get("CUDA_VISIBLE_DEVICES") == "":
@@ -239,8 +242,8 @@ def start_driver() -> str:
     if rc == 100:  # CUDA_ERROR_NO_DEVICE: a driver without a GPU (a CPU machine with the libraries)
         return "n/a (no GPU)"
     threads = len(os.listdir("/proc/self/task"))
-    return f"on (cuInit before the sandbox; {threads} thread{'s' if threads > 1 else ''} then)" if rc == 0 else \
-        f"cuInit failed before the sandbox (CUresult {rc})"
+    return f"on (cuInit before torch; {threads} thread{'s' if threads > 1 else ''} then)" if rc == 0 else \
+        f"cuInit failed (CUresult {rc})"
 
 
 def _err() -> str:
@@ -275,12 +278,39 @@ def apply_early(writable: list[str], uid: int | None, level: str = "full", reada
                                                else lambda: "n/a (no mount namespace)")
         applied["network"] = _layer("network", lambda: "on (a network namespace of its own: no interface but a "
                                     "down loopback)" if _libc.unshare(CLONE_NEWNET) == 0 else f"unavailable ({_err()})")
-    else:  # Landlock needs no_new_privs without CAP_SYS_ADMIN (as root: set in apply_late, after CUDA)
+    keep = (CAP_SETGID, CAP_SETUID) if uid is not None and level in UID_LEVELS else ()
+    if level in EARLY_LEVELS or not root:
+        # full: no_new_privs, then the capabilities, then Landlock, all before CUDA's driver starts
+        # (cuInit follows, then Landlock once more: seal_landlock). Below full (cuda-first, no-uid) as
+        # root: no_new_privs after CUDA, in apply_late (the former order)
         applied["no_new_privs"] = _layer("no-new-privs", _no_new_privs)
-    applied["landlock"] = _layer("landlock", lambda: _landlock(arch, writable, readable, listable))
-    if root:  # after Landlock (CAP_SYS_ADMIN allowed it): all gone, but the two the uid change needs
-        keep = (CAP_SETGID, CAP_SETUID) if uid is not None and level in UID_LEVELS else ()
+    if root and level in EARLY_LEVELS:
         applied["capabilities"] = _layer("capabilities", lambda: _drop_capabilities(arch, keep))
+    names = level in EARLY_LEVELS and not skipped("cuda-driver")  # cuInit comes next, inside Landlock
+    applied["landlock"] = _layer("landlock", lambda: _landlock(arch, writable, readable, listable, names))
+    if root and level not in EARLY_LEVELS:  # after Landlock (CAP_SYS_ADMIN allowed it): all gone, but the two the uid change needs
+        applied["capabilities"] = _layer("capabilities", lambda: _drop_capabilities(arch, keep))
+    return applied
+
+
+def seal_landlock(applied: dict, writable: list[str], readable: list[str] | None, listable: list[str]) -> dict:
+    """At full, after cuInit: Landlock once more, without leave to write the worker's own
+    /proc/<pid>/task (Landlock domains stack: this thread and every thread it starts later hold both,
+    so only the driver's own cuInit thread keeps that leave). cuInit names the thread it starts by
+    writing /proc/self/task/<tid>/comm and fails with CUresult 304 where it may not (measured on the
+    H100, 2026-11-27); the threads started later are named only where they may be, and work unnamed."""
+    applied = dict(applied)
+    if not str(applied.get("landlock", "")).startswith("on"):
+        return applied
+    threads = len(os.listdir("/proc/self/task"))
+    sealed = _landlock(platform.machine(), writable, readable, listable)
+    if not sealed.startswith("on"):
+        applied["landlock"] = f"partly: {sealed} (every thread may write its own /proc/<pid>/task)"
+        return applied
+    if threads > 1:
+        applied["threads"] = (f"one (every layer binds every later thread; CUDA's driver started {threads - 1} "
+                              "inside them at cuInit, with leave to write the worker's own /proc/<pid>/task: "
+                              "thread names)")
     return applied
 
 
@@ -449,9 +479,12 @@ def _add_rule(nr: dict, ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
-def _landlock(arch: str, writable: list[str], readable: list[str] | None = None, listable: list[str] = ()) -> str:
+def _landlock(arch: str, writable: list[str], readable: list[str] | None = None, listable: list[str] = (),
+              thread_names: bool = False) -> str:
     """Writes only below `writable` (device files there: written, never replaced); with a read
-    list, reads and execution only of `writable` and `readable`, and listing of `listable`."""
+    list, reads and execution only of `writable` and `readable`, and listing of `listable`.
+    thread_names: also file writes below this process's /proc/<pid>/task (cuInit's thread names;
+    seal_landlock takes it back)."""
     if arch not in SYS:
         return f"unavailable (architecture {arch})"
     nr = SYS[arch]
@@ -480,6 +513,8 @@ def _landlock(arch: str, writable: list[str], readable: list[str] | None = None,
             _add_rule(nr, ruleset, path, _LL_READ)
         for path in listable if reads else ():
             _add_rule(nr, ruleset, path, _LL_READ_DIR)
+        if thread_names:
+            _add_rule(nr, ruleset, "/proc/self/task", _LL_WRITE_FILE | reads)
         if _libc.syscall(nr["landlock_restrict_self"], ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             return f"unavailable ({_err()})"
     finally:
