@@ -35,6 +35,7 @@ class Start:
     layers: dict
     error: str = ""
     gpu: str = ""
+    phases: dict = dataclasses.field(default_factory=dict)
 
     @property
     def driver(self) -> str:
@@ -57,7 +58,7 @@ def hello(level: str, skip: tuple[str, ...] = (), log_dir: Path | None = None) -
         seconds = time.monotonic() - started
         error = "" if info.get("cuda") else str(info.get("cuda_error") or "no CUDA in the worker")
         return Start(level, skip, bool(info.get("cuda")), seconds, dict(info.get("sandbox") or {}), error,
-                     str(info.get("gpu", "")))
+                     str(info.get("gpu", "")), dict(info.get("start phases") or {}))
     except WorkerFailure as exc:
         return Start(level, skip, False, time.monotonic() - started, {}, f"{exc.reason} {exc.detail}".strip())
     finally:
@@ -146,7 +147,8 @@ def main(workers: int = 16, skip: tuple[str, ...] = (), bisect: bool = False, jo
             + (f" (kept in {levels.cache_file()})" if level and cuda_expected() else ""))
         for t in tried[:-1]:
             say(f"  tried {t.level}: {_line(t)}")
-        say(f"worker start at {best.level}: {best.seconds:.1f} s")
+        say(f"worker start at {best.level}: {best.seconds:.1f} s ("
+            + ", ".join(f"{k} {v:.2f}" for k, v in best.phases.items()) + ")")
         say("layers:")
         for k, v in best.layers.items():
             say(f"  {k:22s} {v}")

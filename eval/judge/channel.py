@@ -346,6 +346,7 @@ class WorkerProcess:
         """Start the process; its first reply, signed before the submission is imported, is the
         only source of what the judge believes about it."""
         self.close()
+        began = time.monotonic()
         make_judge_undumpable()
         lib = native()
         self.uid = uid = worker_uid(self.submission) if level in UID_LEVELS else None  # else its folders stay
@@ -372,6 +373,7 @@ class WorkerProcess:
         cmd = [sys.executable, "-I", "-B", "-c", BOOT, str(req_r), str(rep_w), str(key_r), str(lib.path), level,
                str(uid if uid is not None else -1), paths]
         self.log = worker_log.LogPump(self.log_path)
+        spawned = time.monotonic()
         self.process = subprocess.Popen(
             cmd, pass_fds=(req_r, rep_w, key_r), stdin=subprocess.DEVNULL, stdout=self.log.write_fd,
             stderr=self.log.write_fd, env=_worker_env(private, self.gpu), cwd=str(private.tmp),
@@ -385,6 +387,7 @@ class WorkerProcess:
         self.request_fd, self.reply_fd = req_w, rep_r
         reply = self.request("hello", {"emulate": self.emulate}, DEFAULT_HELLO_TIMEOUT_S)
         self.info = _parse_info(reply.header.get("text"))
+        self.info["start phases"] = _phases(began, spawned, self.info.pop("start stamps", None))
         if isinstance(self.info.get("sandbox"), dict) and self.disk is not None:  # kept by the judge, not the worker
             self.info["sandbox"]["disk quota"] = self.disk_layer
         return self.info
@@ -1157,6 +1160,18 @@ def _kill_rest(session: int, uid: int | None, settle: bool = False) -> None:
         if not settle or not found or time.monotonic() > deadline:
             return
         time.sleep(0.01)
+
+
+def _phases(began: float, spawned: float, stamps) -> dict:
+    """Seconds of each step of a worker's start (informational: the worker's own clock readings,
+    CLOCK_MONOTONIC as the judge's): the judge's preparation, then each phase the worker names."""
+    phases = {"judge": round(spawned - began, 3)}
+    if isinstance(stamps, dict) and all(isinstance(v, (int, float)) for v in stamps.values()):
+        last = spawned
+        for name, at in stamps.items():
+            phases[str(name)[:40]] = round(float(at) - last, 3)
+            last = float(at)
+    return phases
 
 
 def _parse_info(raw) -> dict:

@@ -14,8 +14,10 @@ doctor --skip` alone, "skip" (layers left out, eval/worker/sandbox.py LAYERS).
 import faulthandler
 import json
 import sys
+import time
 
 if __name__ == "__main__":
+    stamps = {"python": time.monotonic()}  # CLOCK_MONOTONIC: the judge reads the same clock
     faulthandler.enable()  # a crash leaves its Python stack in the worker log
     request_fd, reply_fd, key_fd = (int(x) for x in sys.argv[1:4])
     native_so, level, uid, paths = sys.argv[4], sys.argv[5], int(sys.argv[6]), json.loads(sys.argv[7])
@@ -27,6 +29,7 @@ if __name__ == "__main__":
     # as root, before anything else: the rest runs in a PID namespace of its own (the judge's child
     # and the namespace's reaper wait outside it and never return from here)
     pid_namespace = sandbox.own_pid_namespace() if level != "none" else None
+    stamps["pid namespace"] = time.monotonic()
 
     def per_thread_layers() -> dict:
         return sandbox.apply_early(paths["write"], uid, level, paths.get("read"), paths.get("list", []))
@@ -34,11 +37,14 @@ if __name__ == "__main__":
     early = driver_state = None
     if level in sandbox.EARLY_LEVELS:  # before any thread exists: every thread CUDA and torch start is bound
         early = per_thread_layers()  # Landlock with leave to name threads: cuInit needs it
+        stamps["layers"] = time.monotonic()
         driver_state = sandbox.start_driver()
+        stamps["cuInit"] = time.monotonic()
         early = {"cuda driver": driver_state, **sandbox.seal_landlock(early, paths["write"], paths.get("read"),
                                                                       paths.get("list", []))}
     import torch  # trusted
 
+    stamps["import torch"] = time.monotonic()
     cuda_error = None
     if torch.cuda.is_available():
         try:
@@ -48,11 +54,13 @@ if __name__ == "__main__":
             cuda_error = f"{type(exc).__name__}: {exc}"
     if cuda_error is None and not torch.cuda.is_available() and (driver_state or "").startswith("cuInit failed"):
         cuda_error = driver_state  # the driver's own answer, for the judge's step-down decision
+    stamps["cuda context"] = time.monotonic()
     if early is None:
         early = per_thread_layers()
     from eval.worker import driver
 
     layers = sandbox.apply_late(uid, level, early)  # the uid and seccomp: every thread
+    stamps["late layers"] = time.monotonic()
     if pid_namespace is not None:
         layers["pid namespace"] = pid_namespace
-    driver.serve(request_fd, reply_fd, key_fd, native_so, layers, cuda_error)
+    driver.serve(request_fd, reply_fd, key_fd, native_so, layers, cuda_error, stamps)

@@ -31,13 +31,13 @@ def module_name() -> str:
 
 def build(verbose: bool = False) -> Path:
     """Compile if needed; return the path of the shared library."""
-    import torch.utils.cpp_extension as ext
-
     name = module_name()
     directory = cache_root() / "native" / name
     target = directory / f"{name}.so"
     if target.is_file():
-        return target
+        return target  # before importing cpp_extension: seconds of setuptools for every judge
+    import torch.utils.cpp_extension as ext
+
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(cache_root(), 0o755)
     os.chmod(directory.parent, 0o755)

@@ -132,8 +132,10 @@ class Worker:
 
             emulated = emulation.install()
         works, error = _cuda_works(self.torch) if self.cuda else (False, self.cuda_error)
+        stamps = dict(getattr(self, "stamps", {}))
+        stamps["hello"] = time.monotonic()
         info = {"sandbox": self.layers, "python": platform.python_version(), "torch": self.torch.__version__,
-                "cuda": works, "emulated": emulated}
+                "cuda": works, "emulated": emulated, "start stamps": stamps}
         if works:  # the GPU as a sandboxed worker sees it (python -m eval doctor)
             props = self.torch.cuda.get_device_properties(0)
             info["gpu"] = f"{props.name} (sm_{props.major}{props.minor}, {props.total_memory >> 30} GiB)"
@@ -225,7 +227,7 @@ def mapped_library(prefix: str) -> str | None:
 
 
 def serve(request_fd: int, reply_fd: int, key_fd: int, native_so: str, layers: dict,
-          cuda_error: str | None = None) -> None:
+          cuda_error: str | None = None, stamps: dict | None = None) -> None:
     """cuda_error: why CUDA did not start in eval/worker/__main__.py (None: it started, or no GPU)."""
     import torch  # already imported, CUDA started (eval/worker/__main__.py)
 
@@ -241,7 +243,10 @@ def serve(request_fd: int, reply_fd: int, key_fd: int, native_so: str, layers: d
     hardening = native.open_channel(key_fd, reply_fd, driver, cuda, FLUSH_L2_MULTIPLE, harden)
     if sandbox.skipped("memory-filter"):
         hardening["memory filter"] = sandbox.SKIPPED
+    stamps = dict(stamps or {})
+    stamps["native"] = time.monotonic()
     worker = Worker(native, {**layers, **{f"native {k}": v for k, v in hardening.items()}}, cuda_error)
+    worker.stamps = stamps
     while True:
         request = read_request(request_fd)
         if request is None:
