@@ -41,6 +41,8 @@ def timer_note(record: RunRecord) -> str:
     note = f"device: {where}; timer: {env.timer or '?'}; method: {method}"
     if record.import_s is not None:
         note += f"; import (builds included): {record.import_s:.1f} s"
+    if env.sandbox:
+        note += f"; sandbox: {str(env.sandbox.get('sandbox level', 'off') if not env.sandbox.get('sandbox') else 'off').split(' ')[0].rstrip(':')}"
     if env.timer and not env.cuda_available:
         note += "  [HOST TIMER: CPU wall time, not GPU kernel time]"
     return note
@@ -55,8 +57,11 @@ def notes(record: RunRecord) -> list[str]:
     if record.timing.reference_emulated:
         lines.append("REFERENCE EMULATED: " + "; ".join(map(one_line, record.timing.reference_emulated))
                      + ": outputs are checked against it")
+    level = str(record.environment.sandbox.get("sandbox level", "full"))
+    if level != "full":  # never silently below full (eval/judge/levels.py)
+        lines.append(f"SANDBOX BELOW FULL: {one_line(level)}")
     missing = [f"{one_line(k)}: {one_line(v)}" for k, v in record.environment.sandbox.items()
-               if not str(v).startswith(("on", "dropped", "n/a"))]
+               if k != "sandbox level" and not str(v).startswith(("on", "one", "dropped", "n/a"))]
     if missing:
         lines.append("warning: worker sandbox incomplete (" + "; ".join(missing) + ")")
     lines += [f"warning: {one_line(finding)}" for finding in record.static]
@@ -68,7 +73,7 @@ def notes(record: RunRecord) -> list[str]:
 # -- popcorn (the leaderboard's key: value lines) -------------------------------------------------
 
 def popcorn(record: RunRecord) -> str:
-    lines = [f"# {line}" for line in notes(record) if line.startswith("EMULATED")]
+    lines = [f"# {line}" for line in notes(record) if line.startswith(("EMULATED", "SANDBOX"))]
     if record.error:
         return "\n".join([*lines, f"error: {one_line(record.error)}", "check: fail"])
     if record.mode == "test":
