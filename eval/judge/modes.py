@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
+import os
 import platform
 import secrets
 import time
@@ -430,6 +432,17 @@ def straddle_reason(excess: list[float], ref_ns: float) -> str | None:
             f"was still running on the GPU before the start event")
 
 
+def _log_straddle(reply: Reply, ref_ns: float) -> None:
+    """EVAL_STRADDLE_LOG=<file> (the judge's environment; .ci/timing-attack-check): one line per
+    reply with each run's time and flush span, to set the allowance from measurements."""
+    path = os.environ.get("EVAL_STRADDLE_LOG")
+    if path:
+        runs = reply.header.get("runs", [])
+        with open(path, "a") as f:
+            f.write(json.dumps({"ref_ns": ref_ns, "ns": [r["ns"] for r in runs],
+                                "pre_ns": [r.get("pre_ns", -1) for r in runs]}) + "\n")
+
+
 def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
     """(samples in ns, the first wrong output's reason or None). Every call of every run is checked,
     and every call of the host-cost batches. A run's time includes its straddle_excess."""
@@ -438,6 +451,7 @@ def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
     samples = []
     ref_ns = float(reply.header.get("flush_ref_ns", -1))
     excess = []
+    _log_straddle(reply, ref_ns)
     for i, run in enumerate(reply.header.get("runs", [])):
         excess.append(straddle_excess(run, ref_ns))
         samples.append(float(run["ns"]) + excess[-1])
