@@ -21,7 +21,8 @@ SLOW_TO_FAIL = {"hangs": 15.0, "import_hang": 15.0, "orphan_outlives_judge": 15.
 
 
 def options(tmp_path, name):
-    return modes.Options(timeout=SLOW_TO_FAIL.get(name, 120.0), load_timeout=120.0, log_dir=tmp_path / "logs",
+    return modes.Options(timeout=SLOW_TO_FAIL.get(name, 120.0), load_timeout=MANIFEST[name].get("load_timeout", 120.0),
+                         log_dir=tmp_path / "logs",
                          wall_cap_s=2.0, baseline=False, fail_narrow=MANIFEST[name].get("fail_narrow", False))
 
 
