@@ -30,8 +30,9 @@ def test_a_few_slow_flushes_pass_many_fail_naming_it():
 
 
 class _Reply:
-    def __init__(self, runs, ref):
-        self.header = {"params": {"canary": [], "batch": 1}, "runs": runs, "flush_ref_ns": ref, "host": []}
+    def __init__(self, runs, ref, wait=500e3):
+        self.header = {"params": {"canary": [], "batch": 1, "wait_ns": wait}, "runs": runs, "flush_ref_ns": ref,
+                       "host": []}
         self.blob = b""
 
 
@@ -40,4 +41,6 @@ def test_judge_runs_adds_the_excess_to_the_samples():
     samples, reason = modes.judge_runs(_Reply(runs, REF), {"m": 1})
     assert samples == [20_000.0, 21_000.0] and reason is None
     samples, reason = modes.judge_runs(_Reply(runs, -1.0), {"m": 1})  # CPU: no reference
+    assert samples == [20_000.0, 20_000.0]
+    samples, reason = modes.judge_runs(_Reply(runs, REF, wait=0.0), {"m": 1})  # --gap-us 0: not judged
     assert samples == [20_000.0, 20_000.0]

@@ -412,6 +412,7 @@ STRADDLE_ALLOW_NS = 1500.0  # noise allowance: the larger of this and STRADDLE_A
 STRADDLE_ALLOW_REL = 0.015
 STRADDLE_FAIL_FRACTION = 0.10
 STRADDLE_FAIL_MIN = 3
+STRADDLE_MIN_WAIT_NS = 30e3  # shorter gaps (--gap-us 0) put the canaries inside the flush's span: not judged
 
 
 def straddle_excess(run: dict, ref_ns: float) -> float:
@@ -450,6 +451,8 @@ def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
     inputs = Inputs(args, held=int(reply.header["params"]["batch"]))
     samples = []
     ref_ns = float(reply.header.get("flush_ref_ns", -1))
+    if float(reply.header["params"].get("wait_ns", 0)) < STRADDLE_MIN_WAIT_NS:
+        ref_ns = -1.0
     excess = []
     _log_straddle(reply, ref_ns)
     for i, run in enumerate(reply.header.get("runs", [])):

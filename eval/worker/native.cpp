@@ -658,10 +658,10 @@ static double wait_and_flush(double wait_ns, DrvPtr table, unsigned rows) {
 }
 
 // The flush on an idle device, after the default wait: the median of 15 after 3 to warm up (about
-// 12 ms), taken once while the worker starts, before the submission is imported. A run's (ev_pre, ev_start) less its wait, beyond this,
-// is time the flush shared the GPU with work the submission left running (a copy engine, a kernel
-// on another stream, a launch from another thread into the timed stream): eval/judge/modes.py
-// (straddle) counts it.
+// 12 ms), taken once while the worker starts, before the submission is imported. A run's (ev_pre,
+// ev_start) less its wait, beyond this, is time the flush shared the GPU with work the submission
+// left running (a copy engine, a kernel on another stream, a launch from another thread into the
+// timed stream): eval/judge/modes.py (straddle) counts it.
 static double calibrate_flush() {
   std::vector<double> v;
   for (int i = 0; i < 18; i++) {
