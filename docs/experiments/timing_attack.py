@@ -46,7 +46,7 @@ def default_subs() -> list[str]:
     return subs + ATTACKS
 
 
-def judge_here(sub: str, out: Path, tag: str) -> dict:
+def judge_here(sub: str, out: Path, tag: str, case_set: str) -> dict:
     from eval import cases
     from eval.judge import modes
 
@@ -55,7 +55,7 @@ def judge_here(sub: str, out: Path, tag: str) -> dict:
     os.environ["EVAL_STRADDLE_LOG"] = str(log)
     options = modes.Options(timeout=300.0, baseline=False, log_dir=out / "logs")
     t0 = time.monotonic()
-    record = modes.run_benchmarks(ROOT / sub, cases.select_cases("benchmarks"), options)
+    record = modes.run_benchmarks(ROOT / sub, cases.select_cases(case_set), options)
     os.environ.pop("EVAL_STRADDLE_LOG", None)
     return {"sub": sub, "harness": "new", "wall_s": time.monotonic() - t0, "error": record.error,
             "cases": [{"spec": c.spec, "passed": c.passed, "error": c.error,
@@ -63,8 +63,24 @@ def judge_here(sub: str, out: Path, tag: str) -> dict:
             "straddle": straddle_stats(log)}
 
 
-def judge_old(old: Path, sub: str, out: Path, tag: str) -> dict:
-    """The harness before #40, its own process: `python -m eval benchmark` in the old tree."""
+OLD_JUDGE = """
+import json, sys
+from pathlib import Path
+from eval import cases
+from eval.judge import modes
+sub, out, runs, case_set = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+modes.BENCHMARK_BUDGET = {"warmup": (min(runs, 200), 1e8), "case": (runs, 10e9)}
+modes.HOST_CALLS = 0
+options = modes.Options(timeout=300.0, baseline=False, log_dir=out.parent / "logs")
+record = modes.run_benchmarks(Path(sub), cases.select_cases(case_set), options)
+out.write_text(json.dumps({"error": record.error, "cases": [
+    {"spec": c.spec, "passed": c.passed, "error": c.error, "mean_ns": c.stats.mean if c.stats else None,
+     "runs": len(c.samples)} for c in record.cases]}))
+"""
+
+
+def judge_old(old: Path, sub: str, out: Path, tag: str, runs: int, case_set: str) -> dict:
+    """The harness before #40, in a process of its own (its eval package), with the same budget."""
     target = old / sub
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -75,18 +91,16 @@ def judge_old(old: Path, sub: str, out: Path, tag: str) -> dict:
            "EVAL_WORKER_READ": str((old / HONEST).resolve())}  # the attack files load v5 by path
     env.pop("EVAL_STRADDLE_LOG", None)
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "eval", "benchmark", str(target.resolve()), "--format", "json",
-                           "-o", str(result)], cwd=old, env=env, capture_output=True, text=True, timeout=400)
+    proc = subprocess.run([sys.executable, "-c", OLD_JUDGE, str(target.resolve()), str(result), str(runs), case_set], cwd=old,
+                          env=env, capture_output=True, text=True, timeout=400)
     (out / "old" / f"{tag}.log").write_text(proc.stdout[-20000:] + proc.stderr[-20000:])
     try:
         record = json.loads(result.read_text())
     except (OSError, ValueError):
-        return {"sub": sub, "harness": "old", "wall_s": time.monotonic() - t0, "error": f"rc={proc.returncode}",
-                "cases": [], "straddle": {}}
+        return {"sub": sub, "harness": "old", "wall_s": time.monotonic() - t0,
+                "error": f"rc={proc.returncode}: {proc.stderr[-300:]}", "cases": [], "straddle": {}}
     return {"sub": sub, "harness": "old", "wall_s": time.monotonic() - t0, "error": record.get("error"),
-            "cases": [{"spec": c["spec"], "passed": c["status"] == "pass", "error": c.get("error"),
-                       "mean_ns": (c.get("stats") or {}).get("mean"), "runs": len(c.get("samples") or [])}
-                      for c in record.get("cases", [])], "straddle": {}}
+            "cases": record["cases"], "straddle": {}}
 
 
 def straddle_stats(log: Path) -> dict:
@@ -182,6 +196,7 @@ def main() -> int:
                     help="stop starting new judgements past this many seconds")
     ap.add_argument("--runs", type=int, default=100,
                     help="most timed runs per case (benchmark's own: 200; 100 as pmpp_v2's eval.py), the same stop rule")
+    ap.add_argument("--cases", default="benchmarks", help="the case set (a smoke run of the script: smoke)")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     from eval.judge import modes
@@ -200,9 +215,9 @@ def main() -> int:
                 continue
             tag = f"{Path(sub.removeprefix('old:')).stem}-r{rnd}"
             if sub.startswith("old:"):
-                r = judge_old(a.old, sub.removeprefix("old:"), a.out, tag)
+                r = judge_old(a.old.resolve(), sub.removeprefix("old:"), a.out, tag, a.runs, a.cases)
             else:
-                r = judge_here(sub, a.out, tag)
+                r = judge_here(sub, a.out, tag, a.cases)
             results.append(r)
             means = ", ".join(f"{c['mean_ns'] / 1e3:.2f}" if c["mean_ns"] else "fail" for c in r["cases"])
             print(f"[{time.monotonic() - t0:6.1f}s] round {rnd} {r['harness']} {sub}: {means} "
