@@ -21,16 +21,32 @@ SLOW_TO_FAIL = {"hangs": 15.0, "import_hang": 15.0, "orphan_outlives_judge": 15.
 
 
 def options(tmp_path, name):
-    return modes.Options(timeout=SLOW_TO_FAIL.get(name, 120.0), load_timeout=120.0, log_dir=tmp_path / "logs",
+    return modes.Options(timeout=SLOW_TO_FAIL.get(name, 120.0), load_timeout=MANIFEST[name].get("load_timeout", 120.0),
+                         log_dir=tmp_path / "logs",
                          wall_cap_s=2.0, baseline=False, fail_narrow=MANIFEST[name].get("fail_narrow", False))
 
 
-def run(name, mode, tmp_path, n_cases=1):
-    smoke = cases.select_cases("smoke")[:n_cases]
-    path = ADV / f"{name}.py"
+def run(name, mode, tmp_path, n_cases=1, path=None):
+    smoke = cases.select_cases(MANIFEST.get(name, {}).get("cases", "smoke"))
+    smoke = smoke if "cases" in MANIFEST.get(name, {}) else smoke[:n_cases]
+    path = path or ADV / f"{name}.py"
     if mode == "test":
         return modes.run_tests(path, smoke, options(tmp_path, name))
     return modes.run_benchmarks(path, smoke, options(tmp_path, name), leaderboard=mode == "leaderboard")
+
+
+_HONEST: dict = {}
+
+
+def honest_means(name, tmp_path) -> dict:
+    """Case name -> mean ns of the manifest entry's honest submission on its cases (once per session)."""
+    entry = MANIFEST[name]
+    key = (entry["honest"], entry.get("cases", "smoke"))
+    if key not in _HONEST:
+        record = run(name, "benchmark", tmp_path / "honest", path=ROOT / entry["honest"])
+        assert record.passed, f"{entry['honest']} (honest): {first_reason(record)}"
+        _HONEST[key] = {c.spec: c.stats.mean for c in record.cases}
+    return _HONEST[key]
 
 
 def first_reason(record):
@@ -68,6 +84,15 @@ def test_adversarial_submission(name, tmp_path, capfd, monkeypatch):
     elif expect == "honest-time":  # measured: the time it reports is at least what it really took
         for case in record.cases:
             assert case.stats.mean >= entry["min_ms"] * 1e6, f"{name}: reported {case.stats.mean / 1e6:.3f} ms"
+    elif expect == "no-faster" and not record.passed:  # caught, naming what it saw
+        wanted = entry.get("alt_reasons", [])
+        assert any(w in reason for w in wanted), f"{name}: {reason!r} (wanted a time or one of {wanted})"
+    elif expect == "no-faster":  # measured: no better than the honest kernel it wraps, beyond noise
+        honest = honest_means(name, tmp_path)
+        for case in record.cases:
+            floor = (1 - entry["max_gain"]) * honest[case.spec]
+            assert case.stats.mean >= floor, (f"{name}, {case.spec}: {case.stats.mean / 1e3:.2f} us against "
+                                              f"{honest[case.spec] / 1e3:.2f} us honest ({entry['honest']})")
     elif not record.passed:  # caught another way that counts as neutralised (alt_reasons)
         wanted = entry.get("alt_reasons", [])
         assert any(w in reason for w in wanted), f"{name} should pass: {reason}"

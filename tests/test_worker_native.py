@@ -95,9 +95,12 @@ def test_flush_kernel_ptx_assembles_for_hopper_and_blackwell(tmp_path):
     ptx = re.search(r'FLUSH_PTX = R"PTX\((.*?)\)PTX"', build.SOURCE.read_text(), re.S).group(1)
     (tmp_path / "flush.ptx").write_text(ptx)
     for arch in ("sm_90a", "sm_100a"):
-        out = subprocess.run([ptxas, f"-arch={arch}", str(tmp_path / "flush.ptx"), "-o", str(tmp_path / f"{arch}.cubin")],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run([ptxas, "-v", f"-arch={arch}", str(tmp_path / "flush.ptx"), "-o",
+                              str(tmp_path / f"{arch}.cubin")], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
+        # wait_flush holds every SM with two blocks of 1024 threads: 32 registers a thread at most (64K an SM)
+        used = re.search(r"entry function 'wait_flush'.*?Used (\d+) registers", out.stdout + out.stderr, re.S)
+        assert used and int(used.group(1)) <= 32, out.stdout + out.stderr
 
 
 def test_a_reply_that_contradicts_its_canary_seed_fails_the_case():

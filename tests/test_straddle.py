@@ -1,0 +1,46 @@
+"""#40: work the submission left running off the timed stream, seen as a longer L2 flush before the
+start event (eval/judge/modes.py straddle_*; the GPU side is tests/adversarial/l2_*.py). CPU only."""
+from eval.judge import modes
+
+REF = 100_000.0  # an idle flush of 100 us
+ALLOW = max(modes.STRADDLE_ALLOW_NS, modes.STRADDLE_ALLOW_REL * REF)
+
+
+def test_no_flush_or_no_reference_counts_nothing():
+    assert modes.straddle_excess({"ns": 1.0}, REF) == 0.0  # a worker without pre_ns
+    assert modes.straddle_excess({"ns": 1.0, "pre_ns": -1}, REF) == 0.0  # no flush asked (CPU)
+    assert modes.straddle_excess({"ns": 1.0, "pre_ns": 5 * REF}, -1) == 0.0  # no reference (CPU)
+
+
+def test_noise_within_the_allowance_is_free_and_the_rest_is_counted():
+    assert modes.straddle_excess({"pre_ns": REF + ALLOW}, REF) == 0.0
+    assert modes.straddle_excess({"pre_ns": REF - 3000}, REF) == 0.0
+    assert modes.straddle_excess({"pre_ns": REF + ALLOW + 2500}, REF) == 2500.0
+
+
+def test_a_few_slow_flushes_pass_many_fail_naming_it():
+    runs = 100
+    few = [0.0] * (runs - 2) + [800.0, 900.0]
+    assert modes.straddle_reason(few, REF) is None
+    many = [0.0] * (runs - 20) + [4000.0] * 20
+    reason = modes.straddle_reason(many, REF)
+    assert reason and "work off the timed stream" in reason and "20 of 100 runs" in reason
+    assert modes.straddle_reason([4000.0] * 2, REF) is None  # fewer runs than STRADDLE_FAIL_MIN
+    assert modes.straddle_reason([4000.0] * 3, REF)
+
+
+class _Reply:
+    def __init__(self, runs, ref, wait=500e3):
+        self.header = {"params": {"canary": [], "batch": 1, "wait_ns": wait}, "runs": runs, "flush_ref_ns": ref,
+                       "host": []}
+        self.blob = b""
+
+
+def test_judge_runs_adds_the_excess_to_the_samples():
+    runs = [{"ns": 20_000.0, "pre_ns": REF, "calls": []}, {"ns": 20_000.0, "pre_ns": REF + ALLOW + 1000, "calls": []}]
+    samples, reason = modes.judge_runs(_Reply(runs, REF), {"m": 1})
+    assert samples == [20_000.0, 21_000.0] and reason is None
+    samples, reason = modes.judge_runs(_Reply(runs, -1.0), {"m": 1})  # CPU: no reference
+    assert samples == [20_000.0, 20_000.0]
+    samples, reason = modes.judge_runs(_Reply(runs, REF, wait=0.0), {"m": 1})  # --gap-us 0: not judged
+    assert samples == [20_000.0, 20_000.0]
