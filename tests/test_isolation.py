@@ -215,6 +215,34 @@ def test_the_sandbox_refuses_leaving_the_session_and_new_namespaces():
     assert "setsid refused" in out.stdout and "unshare refused" in out.stdout, out.stdout + out.stderr
 
 
+def test_the_sandbox_keeps_a_worker_undumpable():
+    """After the uid change a worker is not dumpable: its /proc/<pid> files are root's, so it cannot
+    open its own mem to write past page protections. prctl(PR_SET_DUMPABLE) is refused, other prctl
+    calls are not (red team, 2026-11-27)."""
+    code = ("import ctypes, os; from eval.worker import sandbox; sandbox._seccomp(sandbox.platform.machine(), "
+            "os.getppid(), os.getpid())\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "print('dumpable', 'refused' if libc.prctl(4, 1, 0, 0, 0) != 0 else 'allowed')\n"
+            "print('name', 'refused' if libc.prctl(15, b'x', 0, 0, 0) != 0 else 'allowed')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "dumpable refused" in out.stdout and "name allowed" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_cache_folder_someone_else_could_write_is_refused(tmp_path, monkeypatch):
+    """The cache folder sits in /var/tmp, where anyone may make it first: the worker's library and
+    the machine's sandbox level are never taken from a folder another user could write."""
+    from eval.worker import build
+
+    shared = tmp_path / "cache"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("EVAL_CACHE", str(shared))
+    with pytest.raises(RuntimeError, match="is not this user's alone"):
+        build.build()
+    os.chmod(shared, 0o755)
+    assert build.owned_root() == shared
+
+
 def test_compare_freezes_the_side_not_timed(tmp_path):
     """While one side of compare is timed, every process of the other is stopped (its spinning
     threads included), and continues afterwards."""

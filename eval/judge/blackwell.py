@@ -132,36 +132,3 @@ def explain(source: str, failure: str, capability: str | None, gpu: str) -> str 
             "as submission/v5.py does)" + (", or add --emulate-blackwell to check its correctness here"
                                            if feature.emulated else ""))
 
-
-# build targets named in a build's own flags (nvcc -arch / -gencode / --gpu-architecture / --gpu-code /
-# --gpu-name, and TORCH_CUDA_ARCH_LIST): where every one is sm_100 or later, nothing is built for an
-# older GPU (torch adds no target of its own once -arch or -gencode is given)
-TARGET_FLAGS = re.compile(
-    r"""(?:-arch[= "',]+|arch=|code=|--gpu-architecture[= "',]+|--gpu-code[= "',]+|--gpu-name[= "',]+)"""
-    r"""(?:sm|compute)_(\d{2,3})[af]?""")
-ARCH_LIST = re.compile(r"""TORCH_CUDA_ARCH_LIST['"]?\s*\]?\s*=\s*['"]([^'"\n]+)['"]""")
-
-
-def only_blackwell_targets(source: str) -> list[int]:
-    """The build targets the source names, when every one is sm_100 or later (else [])."""
-    source = without_comments(source)
-    targets = [int(t) for t in TARGET_FLAGS.findall(source)]
-    for listed in ARCH_LIST.findall(source):
-        targets += [int(major) * 10 + int(minor) for major, minor in re.findall(r"(\d+)\.(\d)", listed)]
-    return targets if targets and min(targets) >= 100 else []
-
-
-def cannot_run_here(source: str, capability: str | None, gpu: str) -> str | None:
-    """Before anything is built: the one-line reason a file whose every build target is sm_100 or
-    later can never run on this older GPU without --emulate-blackwell (None otherwise)."""
-    if not capability or float(capability) >= 10.0:
-        return None
-    targets = only_blackwell_targets(source)
-    if not targets:
-        return None
-    feature = find(source)
-    arch = "sm_" + capability.replace(".", "")
-    names = ", ".join(sorted({f"sm_{t}" for t in targets}))
-    return (f"builds only for {names}: nothing in it can run on this GPU ({arch}, {gpu}); run it on a B200, add a "
-            "target for this GPU, or add --emulate-blackwell to check its correctness here"
-            + (f" (it uses {feature.what}, line {feature.line})" if feature else ""))

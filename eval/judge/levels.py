@@ -35,7 +35,7 @@ FILE = "sandbox-level.json"
 def cache_file() -> Path:
     from eval.worker import build
 
-    return build.cache_root() / FILE
+    return build.owned_root() / FILE
 
 
 def driver_version() -> str:

@@ -171,14 +171,6 @@ def start_record(mode: str, submission: Path | None, runner: Runner, options: Op
             record.error = static_check.describe(failing[0])
             record.environment = describe_environment()
             return record
-    if submission and not options.emulate_blackwell and torch.cuda.is_available():
-        capability = "{}.{}".format(*torch.cuda.get_device_capability())
-        reason = blackwell.cannot_run_here(Path(submission).read_text(errors="replace"), capability,
-                                           torch.cuda.get_device_name())
-        if reason:  # nothing built for this GPU: no worker, no build (seconds, not a build per case)
-            record.error = reason
-            record.environment = describe_environment()
-            return record
     try:
         info = runner.ensure()
     except WorkerFailure as failure:

@@ -41,7 +41,7 @@ if __name__ == "__main__":
         driver_state = sandbox.start_driver()
         stamps["cuInit"] = time.monotonic()
         early = {"cuda driver": driver_state, **sandbox.seal_landlock(early, paths["write"], paths.get("read"),
-                                                                      paths.get("list", []))}
+                                                                      paths.get("list", []), uid)}
     import torch  # trusted
 
     stamps["import torch"] = time.monotonic()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -24,6 +25,25 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gpumode-eval"
 
 
+def owned(path: Path) -> Path:
+    """path, where it is this user's alone: not a link, owned by our uid, writable by nobody else.
+    Whoever made the cache folder first (it sits in /var/tmp, where anyone may make one) could
+    otherwise plant the worker's library or the machine's sandbox level (red team, 2026-11-27)."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise RuntimeError(f"{path} is not this user's alone (owner uid {info.st_uid}, mode "
+                           f"{oct(info.st_mode & 0o7777)}{', a link' if stat.S_ISLNK(info.st_mode) else ''}): another "
+                           "user could plant the harness's files there; remove it, or set EVAL_CACHE to a folder of your own")
+    return path
+
+
+def owned_root() -> Path:
+    """The cache root, made if missing, checked to be ours alone."""
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    return owned(root)
+
+
 def module_name() -> str:
     digest = hashlib.sha256(SOURCE.read_bytes() + Path(__file__).read_bytes()).hexdigest()[:12]
     return f"eval_worker_native_{digest}"
@@ -32,9 +52,11 @@ def module_name() -> str:
 def build(verbose: bool = False) -> Path:
     """Compile if needed; return the path of the shared library."""
     name = module_name()
-    directory = cache_root() / "native" / name
+    directory = owned_root() / "native" / name
     target = directory / f"{name}.so"
     if target.is_file():
+        for path in (directory.parent, directory, target):
+            owned(path)
         return target  # before importing cpp_extension: seconds of setuptools for every judge
     import torch.utils.cpp_extension as ext
 

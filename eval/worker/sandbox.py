@@ -100,6 +100,11 @@ OWN_ONLY_AS_ROOT = {"x86_64": {"sched_setparam": 142, "sched_setscheduler": 144,
 # (which, who) calls: allowed only for which = the process itself, who = 0 or its pid
 WHO_AS_ROOT = {"x86_64": {"setpriority": (141, 0), "ioprio_set": (251, 1)},
                "aarch64": {"setpriority": (140, 0), "ioprio_set": (30, 1)}}
+# prctl(PR_SET_DUMPABLE): after the uid change the worker is not dumpable, so its /proc/<pid> files are
+# root's and its uid cannot open /proc/self/mem (or task/<tid>/mem) to write past page protections
+# (the native part's sealed pages); setting it back is refused (red team, 2026-11-27)
+PRCTL = {"x86_64": 157, "aarch64": 167}
+PR_SET_DUMPABLE = 4
 SOCKET = {"x86_64": 41, "aarch64": 198}
 SOCKETPAIR = {"x86_64": 53, "aarch64": 199}
 AF_UNIX, AF_INET, AF_INET6, AF_VSOCK = 1, 2, 10, 40
@@ -293,7 +298,8 @@ def apply_early(writable: list[str], uid: int | None, level: str = "full", reada
     return applied
 
 
-def seal_landlock(applied: dict, writable: list[str], readable: list[str] | None, listable: list[str]) -> dict:
+def seal_landlock(applied: dict, writable: list[str], readable: list[str] | None, listable: list[str],
+                  uid: int | None = None) -> dict:
     """At full, after cuInit: Landlock once more, without leave to write the worker's own
     /proc/<pid>/task (Landlock domains stack: this thread and every thread it starts later hold both,
     so only the driver's own cuInit thread keeps that leave). cuInit names the thread it starts by
@@ -307,10 +313,16 @@ def seal_landlock(applied: dict, writable: list[str], readable: list[str] | None
     if not sealed.startswith("on"):
         applied["landlock"] = f"partly: {sealed} (every thread may write its own /proc/<pid>/task)"
         return applied
-    if threads > 1:
+    if threads > 1 and (uid is not None or os.geteuid() != 0):
+        # its uid's /proc/<pid> files are root's once the uid changes (not dumpable, and seccomp keeps
+        # it so): the leave reaches no mem file
         applied["threads"] = (f"one (every layer binds every later thread; CUDA's driver started {threads - 1} "
                               "inside them at cuInit, with leave to write the worker's own /proc/<pid>/task: "
-                              "thread names)")
+                              "thread names, never mem: the uid owns none of those files)")
+    elif threads > 1:
+        applied["threads"] = (f"{threads - 1} of CUDA's driver may write the worker's own /proc/<pid>/task, mem "
+                              "included, and root is kept: a submission that gets code onto them writes past page "
+                              "protections (make the tree readable by an unprivileged uid)")
     return applied
 
 
@@ -572,6 +584,8 @@ def _seccomp(arch: str, judge_pid: int, own_pid: int) -> str:
     prog += [_bpf(jeq, SOCKET[arch], 0, 7), _bpf(ld_abs, 16), _bpf(jeq, AF_UNIX, 3, 0), _bpf(jeq, AF_INET, 2, 0),
              _bpf(jeq, AF_INET6, 1, 0), _bpf(jeq, AF_VSOCK, 0, 1), _bpf(ret, deny), _bpf(ret, allow)]
     prog += [_bpf(jeq, SOCKETPAIR[arch], 0, 4), _bpf(ld_abs, 16), _bpf(jeq, AF_UNIX, 0, 1), _bpf(ret, deny),
+             _bpf(ret, allow)]
+    prog += [_bpf(jeq, PRCTL[arch], 0, 4), _bpf(ld_abs, 16), _bpf(jeq, PR_SET_DUMPABLE, 0, 1), _bpf(ret, deny),
              _bpf(ret, allow)]
     prog.append(_bpf(ret, allow))
     filters = ctypes.create_string_buffer(b"".join(prog))
