@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from eval.judge import channel
+from eval.judge import channel, worker_start
 from eval.worker import build
 from tests.conftest import ROOT
 
@@ -207,9 +207,9 @@ def test_where_cuda_fails_inside_the_sandbox_the_judge_steps_down_one_level_at_a
     monkeypatch.setattr(channel.WorkerProcess, "close", lambda self: None)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.delenv("EVAL_SANDBOX", raising=False)
-    monkeypatch.setattr(channel, "_LEVEL", [])
+    monkeypatch.setattr(worker_start, "_LEVEL", [])
     info = channel.WorkerProcess(None, tmp_path / "w.log").start(60)
-    assert tried == ["full", "cuda-first"] and channel._LEVEL == ["cuda-first"]
+    assert tried == ["full", "cuda-first"] and worker_start._LEVEL == ["cuda-first"]
     assert info["sandbox"]["sandbox level"].startswith("cuda-first, stepped down: CUDA failed at full (RuntimeError")
     channel.WorkerProcess(None, tmp_path / "w2.log").start(60)
     assert tried[2:] == ["cuda-first"]
@@ -232,7 +232,7 @@ def test_a_full_gpu_is_no_reason_to_step_down(monkeypatch, tmp_path):
     monkeypatch.setattr(channel.WorkerProcess, "close", lambda self: None)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.delenv("EVAL_SANDBOX", raising=False)
-    monkeypatch.setattr(channel, "_LEVEL", [])
+    monkeypatch.setattr(worker_start, "_LEVEL", [])
     with pytest.raises(channel.WorkerFailure, match="for want of GPU resources, not because of its sandbox"):
         channel.WorkerProcess(None, tmp_path / "w.log").start(60)
-    assert tried == ["full"] and channel._LEVEL == []
+    assert tried == ["full"] and worker_start._LEVEL == []

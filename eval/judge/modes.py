@@ -20,7 +20,8 @@ import torch
 from eval import problem_folder, results, sol
 from eval.cases import Case, ranking_by
 from eval.judge import blackwell, static_check, verdict
-from eval.judge.channel import DEFAULT_LOAD_TIMEOUT_S, Reply, WorkerFailure, WorkerProcess  # noqa: F401 (re-exported)
+from eval.judge.wire import Reply, WorkerFailure  # noqa: F401 (re-exported)
+from eval.judge.worker_start import DEFAULT_LOAD_TIMEOUT_S, WorkerProcess
 from eval.records import CaseResult, Environment, RunRecord, Timing
 from eval.stats import calculate_stats, score, should_stop
 
