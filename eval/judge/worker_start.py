@@ -15,8 +15,9 @@ worker (its sandbox layers, whether CUDA works in it, what is emulated) comes fr
 
 Owns: WorkerProcess (its request half is wire.Requests, its stop and end lifecycle.Control), the
 sandbox level choice (_LEVEL), the worker's environment and uid, the compiled part's digest, and
-prebuild. It may not parse frames (wire.py), read /proc (accounting.py), signal or remove a
-worker's processes and folders itself (lifecycle.py) or make the path lists (file_policy.py).
+prebuild. It may not parse frames (wire.py), parse /proc's process files (accounting.py; it only
+sets the worker's limits and oom_score_adj), signal or remove a worker's processes and folders
+itself (lifecycle.py) or make the path lists (file_policy.py).
 """
 from __future__ import annotations
 
