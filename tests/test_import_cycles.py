@@ -1,4 +1,5 @@
-"""No import cycles among the modules of eval/, and docs/layout.md names every one of them.
+"""No import cycles among the modules of eval/, docs/layout.md names every one of them, and no module
+of eval/judge or eval/worker passes 500 lines without saying why.
 
 The graph is built statically (ast), from every import statement of every module: at the top, inside
 a function, under `if TYPE_CHECKING` or in a try; a function-level import counts like any other (it
@@ -123,3 +124,21 @@ def test_docs_layout_names_every_module_of_eval():
     missing = sorted(str(p.relative_to(ROOT)) for p in sources
                      if str(p.relative_to(ROOT)) not in named and str(p.relative_to(PACKAGE)) not in named)
     assert not missing, f"docs/layout.md does not name: {', '.join(missing)}"
+
+
+MAX_LINES = 500  # a module of eval/judge or eval/worker past this says why (REASON in its first lines)
+REASON = "over 500 lines because"
+
+
+def test_no_judge_or_worker_module_is_over_500_lines_without_a_stated_reason():
+    """A module that grows past MAX_LINES is a room where something can hide: split it by role, or
+    say in its docstring (or header comment) why not, with the words of REASON."""
+    long = []
+    for folder in (PACKAGE / "judge", PACKAGE / "worker"):
+        for path in sorted(folder.rglob("*")):
+            if path.suffix not in (".py", ".cpp", ".h") or "__pycache__" in path.parts:
+                continue
+            lines = path.read_text().splitlines()
+            if len(lines) > MAX_LINES and REASON not in " ".join(lines[:40]):
+                long.append(f"{path.relative_to(ROOT)} ({len(lines)} lines)")
+    assert not long, "split by role, or state the reason (" + REASON + "...): " + ", ".join(long)
