@@ -23,6 +23,8 @@ from eval.judge import modes
 from eval.records import RunRecord
 
 MODES = ("test", "benchmark", "leaderboard")
+EXIT_FAIL = 112  # the leaderboard's exit codes, for every command-line front end: 112 a check or case failed
+EXIT_USAGE = 2  # a usage or input error (bad option, missing file, malformed task.yml or shapes.yaml)
 
 
 def options(method: str | None = None, batch: int | None = None, gap_us: float = 500.0, timeout: float = 600.0,

@@ -1,7 +1,8 @@
 """Harness kernels timed by the worker's compiled loop exactly as submissions are (L2 flushed, head
 start, events around the call), in a worker that holds no submission: the streaming read that sets
 a case's floor (of the bytes the problem module says a kernel must move), and the problem module's
-baseline (a library kernel). Judge side."""
+baseline (a library kernel). Judge side; it uses the modes' shared ground (eval/judge/runner.py),
+never eval/judge/modes.py, which calls it (ensure_floors, baseline_for_cases)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,8 @@ from pathlib import Path
 
 from eval import problem_folder, results
 from eval.cases import Case
-from eval.judge import modes
+from eval.judge.runner import NO_LIMIT, Options, Runner, describe_environment, runs_params
+from eval.judge.wire import WorkerFailure
 
 PEAK_BUFFER_BYTES = 2 << 30
 FLOOR_RUNS = 60
@@ -18,14 +20,14 @@ READ_CONFIGS = [(1024, 4, 4), (2048, 4, 8), (2048, 8, 8), (4096, 4, 8), (1024, 8
 BASELINE_RUNS = 100
 
 
-def _time(runner: modes.Runner, baseline: dict, options: modes.Options, runs: int) -> list[float]:
-    params = modes.runs_params({"seed": 0}, options, (runs, modes.NO_LIMIT), fresh_seeds=False, check=False)
-    params["wall_cap_ns"] = modes.NO_LIMIT
+def _time(runner: Runner, baseline: dict, options: Options, runs: int) -> list[float]:
+    params = runs_params({"seed": 0}, options, (runs, NO_LIMIT), fresh_seeds=False, check=False)
+    params["wall_cap_ns"] = NO_LIMIT
     reply = runner.call("baseline", {"baseline": baseline, "params": params})
     return [float(run["ns"]) for run in reply.header.get("runs", [])]
 
 
-def time_read(runner: modes.Runner, n_bytes: int, options: modes.Options, runs: int = FLOOR_RUNS) -> dict:
+def time_read(runner: Runner, n_bytes: int, options: Options, runs: int = FLOOR_RUNS) -> dict:
     """Median time (ns) to stream-read n_bytes of random data, best over READ_CONFIGS."""
     best = None
     for config in READ_CONFIGS:
@@ -36,17 +38,17 @@ def time_read(runner: modes.Runner, n_bytes: int, options: modes.Options, runs: 
     return best
 
 
-def measure_floors(cases: list[Case], options: modes.Options) -> tuple[dict, dict]:
+def measure_floors(cases: list[Case], options: Options) -> tuple[dict, dict]:
     """(environment, measured floors) for the cases, from one harness worker."""
     bytes_moved = problem_folder.current().hook("bytes_moved")
     if bytes_moved is None:
-        raise modes.WorkerFailure("this problem has no floor: its problem.py defines no bytes_moved(args)")
-    runner = modes.Runner(None, options)
+        raise WorkerFailure("this problem has no floor: its problem.py defines no bytes_moved(args)")
+    runner = Runner(None, options)
     try:
         runner.ensure()
-        env = modes.describe_environment(runner.info.get("sandbox"))
+        env = describe_environment(runner.info.get("sandbox"))
         if not env.cuda_available:
-            raise modes.WorkerFailure("speed of light needs a CUDA GPU: there is none here")
+            raise WorkerFailure("speed of light needs a CUDA GPU: there is none here")
         peak = time_read(runner, PEAK_BUFFER_BYTES, options, runs=20)
         floors = {}
         for case in cases:
@@ -59,7 +61,7 @@ def measure_floors(cases: list[Case], options: modes.Options) -> tuple[dict, dic
                  "floors": floors}
 
 
-def ensure_floors(environment, cases: list[Case], options: modes.Options) -> list[Case]:
+def ensure_floors(environment, cases: list[Case], options: Options) -> list[Case]:
     """Measure and cache this GPU's floors for the cases that have none (a GPU verdict needs them:
     "faster than memory allows"); returns the cases measured."""
     from eval import sol
@@ -75,7 +77,7 @@ def baseline_path(gpu_name: str) -> Path:
     return results.RESULTS_DIR / f"baseline-{results.slug(gpu_name)}.json"
 
 
-def _baseline_key(case_key: str, options: modes.Options) -> str:
+def _baseline_key(case_key: str, options: Options) -> str:
     """What a baseline time depends on: the problem folder, the case, how it is timed, and torch
     (the baseline is a library kernel)."""
     import torch
@@ -91,7 +93,7 @@ def _load_baselines(gpu_name: str) -> dict:
         return {}
 
 
-def baseline_for_cases(cases: list, options: modes.Options, gpu_name: str | None = None) -> None:
+def baseline_for_cases(cases: list, options: Options, gpu_name: str | None = None) -> None:
     """Fill result.baseline for each passing case: the problem's baseline kernel's median and mean time,
     timed once per GPU and kept in results/baseline-<gpu>.json (like the floors; delete it to time
     again): a batch of candidates does not time the same library kernel for each of them."""
@@ -109,7 +111,7 @@ def baseline_for_cases(cases: list, options: modes.Options, gpu_name: str | None
                 todo.append(result)
     if not todo:
         return
-    runner = modes.Runner(None, options)
+    runner = Runner(None, options)
     measured = {}
     try:
         for result in todo:
@@ -120,7 +122,7 @@ def baseline_for_cases(cases: list, options: modes.Options, gpu_name: str | None
                 if size is not None:
                     result.baseline["bytes"] = size(result.args)
                 measured[_baseline_key(result.key, options)] = result.baseline
-            except modes.WorkerFailure as failure:
+            except WorkerFailure as failure:
                 result.baseline = {"error": failure.reason}
     finally:
         runner.close()

@@ -172,7 +172,7 @@ def stop_judge(proc: subprocess.Popen) -> str:
     """End a judge that ran past its limit: SIGTERM first (it closes its workers on the way out),
     SIGKILL to its process group after STOP_GRACE_S; then whatever its workers left (a judge killed
     outright cannot clean up) is swept. Returns its stderr."""
-    from eval.judge import channel
+    from eval.judge import lifecycle
 
     try:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -182,7 +182,7 @@ def stop_judge(proc: subprocess.Popen) -> str:
         _, stderr = proc.communicate()
     except ProcessLookupError:
         _, stderr = proc.communicate()
-    channel.sweep_dead()
+    lifecycle.sweep_dead()
     return stderr or ""
 
 
@@ -221,9 +221,9 @@ def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jo
     """Judge every candidate not yet in jsonl; returns this run's lines (in finishing order). A line
     whose judge gave no record (it died: a disk a neighbour filled, a harness bug) is returned with
     "infrastructure": true and not written, so that a resume judges that candidate again."""
-    from eval.judge import channel
+    from eval.judge import worker_start
 
-    channel.make_judge_undumpable()  # its environ (POPCORN_SEED) and open files are no worker's to read
+    worker_start.make_judge_undumpable()  # its environ (POPCORN_SEED) and open files are no worker's to read
     key = options_key(mode, args)
     todo: queue.Queue = queue.Queue()
     for candidate in pending(candidates, key, jsonl):

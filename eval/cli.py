@@ -22,8 +22,7 @@ from eval.judge import modes
 from eval.records import RunRecord
 from eval.submissions import best_runnable
 
-EXIT_FAIL = 112
-EXIT_USAGE = 2
+EXIT_FAIL, EXIT_USAGE = api.EXIT_FAIL, api.EXIT_USAGE
 SUB = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
@@ -464,16 +463,11 @@ def tune(sub, case_set, runs, write, timeout):
 
     if runs < 2:
         fail_usage("--runs must be >= 2")
-    result = tuning.tune(sub, case_files.select_cases(case_set), make_options(timeout=timeout), runs)
-    click.echo(result.text)
-    if result.best:
-        click.echo(f"\n# TUNED row for this GPU ({sub}):\n{result.row()}")
-    if write and result.best:
-        try:
-            tuning.write_row(sub, result)
-        except tuning.TableError as exc:
-            fail_usage(f"{exc}: copy the row above by hand")
-        click.echo(f"wrote this GPU's row into {sub}'s TUNED table")
+    try:
+        result = tuning.run(sub, case_files.select_cases(case_set), make_options(timeout=timeout), runs, write,
+                            click.echo)
+    except tuning.TableError as exc:
+        fail_usage(f"{exc}: copy the row above by hand")
     sys.exit(0 if result.ok else EXIT_FAIL)
 
 

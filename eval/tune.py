@@ -123,7 +123,50 @@ def write_row(sub: Path, result: TuneResult) -> None:
     tmp.replace(sub)
 
 
-if __name__ == "__main__":
-    from eval.cli import main as cli
+def run(sub: Path, cases: list[Case], options: modes.Options, runs: int, write: bool, echo=print) -> TuneResult:
+    """`tune SUB`'s work for a caller (the command line, `python -m eval.tune`): tune, echo every
+    configuration and the row found, and with write put that row into the submission's table.
+    Raises TableError when it cannot be written (the row was echoed: the user can copy it by hand)."""
+    result = tune(sub, cases, options, runs)
+    echo(result.text)
+    if result.best:
+        echo(f"\n# TUNED row for this GPU ({sub}):\n{result.row()}")
+    if write and result.best:
+        write_row(sub, result)
+        echo(f"wrote this GPU's row into {sub}'s TUNED table")
+    return result
 
-    sys.exit(cli(["tune", *sys.argv[1:]]))
+
+def main(argv: list[str]) -> int:
+    """`python -m eval.tune SUB [--cases SET] [--runs N] [--write] [--timeout S]`: the same as
+    `python -m eval tune` (whose options these are), through eval/api.py, not the command line's
+    module (which imports this one). Exit codes as the command line's (eval/api.py)."""
+    import argparse
+
+    from eval import api
+    from eval.cases import ConfigError, select_cases
+
+    parser = argparse.ArgumentParser(prog="python -m eval.tune", description=__doc__.splitlines()[0])
+    parser.add_argument("sub", type=Path)
+    parser.add_argument("--cases", dest="case_set", default="benchmarks")
+    parser.add_argument("--runs", type=int, default=100, help="Timed runs per configuration and case.")
+    parser.add_argument("--write", action="store_true", help="Put the row found into the submission's TUNED table.")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    args = parser.parse_args(argv)
+    try:
+        if not args.sub.is_file():
+            raise ValueError(f"{args.sub} is not a file")
+        if args.runs < 2:
+            raise ValueError("--runs must be >= 2")
+        result = run(args.sub, select_cases(args.case_set), api.options(timeout=args.timeout), args.runs, args.write)
+    except TableError as exc:
+        print(f"error: {exc}: copy the row above by hand", file=sys.stderr)
+        return api.EXIT_USAGE
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {one_line(str(exc), 500)}", file=sys.stderr)
+        return api.EXIT_USAGE
+    return 0 if result.ok else api.EXIT_FAIL
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

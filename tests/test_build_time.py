@@ -1,16 +1,16 @@
-"""The build-time rule (eval/judge/channel.py Deadline): past --timeout an import goes on only while
+"""The build-time rule (eval/judge/accounting.py Deadline): past --timeout an import goes on only while
 real build tools keep busy. Unit tests of its parts on scripted looks and on real processes."""
 import mmap
 import subprocess
 import sys
 
-from eval.judge import channel
+from eval.judge import accounting, channel
 
 
 def scripted(monkeypatch, looks):
     """_compilers answers each look from `looks` in turn: ({(pid, start): busy ns}, {foreign keys})."""
     answers = iter(looks)
-    monkeypatch.setattr(channel, "_compilers", lambda session: next(answers))
+    monkeypatch.setattr(accounting, "_compilers", lambda session: next(answers))
 
 
 def run(deadline, times):

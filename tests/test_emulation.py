@@ -1029,29 +1029,29 @@ def test_a_missing_cutlass_header_says_how_to_stage_it(tmp_path):
 
 
 def test_staged_cutlass_is_on_every_workers_include_path(tmp_path, monkeypatch):
-    """channel._staged_headers: .ci/stage-cutlass.sh's folders on CPLUS_INCLUDE_PATH (after any given)
+    """worker_start._staged_headers: .ci/stage-cutlass.sh's folders on CPLUS_INCLUDE_PATH (after any given)
     and CUTLASS_PATH unless the judge's environment names one; nothing staged, nothing set. The worker
     may read .cutlass (HARNESS_FOLDERS). nvcc honours CPLUS_INCLUDE_PATH, plain and through the stand-in
     (its front end preprocesses with g++), where it otherwise fails naming the header."""
     import shutil
 
-    from eval.judge import channel
+    from eval.judge import file_policy, worker_start
     from eval.worker import emulation
 
-    assert ".cutlass" in channel.HARNESS_FOLDERS
-    monkeypatch.setattr(channel, "ROOT", tmp_path)
+    assert ".cutlass" in file_policy.HARNESS_FOLDERS
+    monkeypatch.setattr(worker_start, "ROOT", tmp_path)  # where _staged_headers looks it up
     env = {}
-    channel._staged_headers(env)
+    worker_start._staged_headers(env)
     assert env == {}
     include = tmp_path / ".cutlass" / "include"
     util = tmp_path / ".cutlass" / "tools" / "util" / "include"
     (include / "cutlass").mkdir(parents=True)
     util.mkdir(parents=True)
     env = {"CPLUS_INCLUDE_PATH": "/given"}
-    channel._staged_headers(env)
+    worker_start._staged_headers(env)
     assert env == {"CPLUS_INCLUDE_PATH": f"/given:{include}:{util}", "CUTLASS_PATH": str(tmp_path / ".cutlass")}
     env = {"CUTLASS_PATH": "/opt/cutlass"}
-    channel._staged_headers(env)
+    worker_start._staged_headers(env)
     assert env == {"CPLUS_INCLUDE_PATH": f"{include}:{util}", "CUTLASS_PATH": "/opt/cutlass"}
 
     if not shutil.which("nvcc"):
@@ -1076,7 +1076,7 @@ def test_the_cutlass_submission_builds_for_hopper_only_through_the_stand_in_with
     nvcc builds it for sm_100a and refuses sm_90a (the cvt), the stand-in builds it for sm_90a."""
     import shutil
 
-    from eval.judge import channel
+    from eval.judge import worker_start
     from tests.conftest import ROOT
 
     if not shutil.which("nvcc"):
@@ -1084,7 +1084,7 @@ def test_the_cutlass_submission_builds_for_hopper_only_through_the_stand_in_with
     if not (ROOT / ".cutlass" / "include" / "cute" / "tensor.hpp").is_file():
         pytest.skip("CUTLASS's headers not staged (.ci/stage-cutlass.sh)")
     env = {}
-    channel._staged_headers(env)
+    worker_start._staged_headers(env)
     monkeypatch.setenv("CPLUS_INCLUDE_PATH", env["CPLUS_INCLUDE_PATH"])
     source = (ROOT / "tests" / "blackwell" / "cutlass_headers_fp4_cvt.py").read_text()
     (tmp_path / "k.cu").write_text(re.search(r'KERNELS = r"""(.*?)"""', source, re.S).group(1))

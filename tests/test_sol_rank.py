@@ -133,7 +133,7 @@ def test_the_baseline_is_timed_once_per_gpu_and_then_read_back(results_dir, monk
         timed.append(baseline["args"])
         return [10.0, 20.0, 30.0]
 
-    monkeypatch.setattr(modes, "Runner", Runner)
+    monkeypatch.setattr(baselines, "Runner", Runner)  # where baseline_for_cases looks it up
     monkeypatch.setattr(baselines, "_time", fake_time)
     case = select_cases("smoke")[0]
 

@@ -7,11 +7,11 @@ copies that folder back as the entry if there is none yet (`store`). Only the ju
 and an entry is keyed by everything its contents depend on (`key`: the source, --emulate-blackwell,
 this GPU, torch, python and the harness files that take part in a build), so a submission can only
 ever reach its own builds. `prebuild` builds a submission in a worker that sees no GPU (compilers
-only), so that building one candidate overlaps with timing another (issue 26's batch).
+only), so that building one candidate overlaps with timing another (issue 26's batch); it starts a
+worker, so it lives with WorkerProcess in eval/judge/worker_start.py (this module imports no worker).
 """
 from __future__ import annotations
 
-import dataclasses
 import fcntl
 import functools
 import hashlib
@@ -35,13 +35,6 @@ MAX_DEPTH = 32  # nor one with folders nested deeper (a build's are a few levels
 HARNESS_FILES = ("eval/worker/emulation.py", "eval/worker/nvcc_emulate.py", "eval/worker/driver.py")
 _LOCKS: dict[str, threading.Lock] = {}
 _GUARD = threading.Lock()
-
-
-@dataclasses.dataclass(frozen=True)
-class Prebuilt:
-    ok: bool
-    seconds: float
-    reason: str = ""
 
 
 def root() -> Path:
@@ -251,23 +244,3 @@ class Slot:
         finally:
             self._held.close()
 
-
-def prebuild(submission: Path, emulate: bool, timeout: float, log_path: Path | None = None) -> Prebuilt:
-    """Import the submission in a sandboxed worker that sees no GPU, so its builds are stored
-    under its key. Best effort: a submission whose import needs the GPU fails here and simply
-    builds in its GPU worker later."""
-    from eval.judge.channel import WorkerFailure, WorkerProcess
-
-    name = key(submission, emulate)
-    started = time.monotonic()
-    if (root() / name).is_dir():
-        return Prebuilt(True, 0.0, "already built")
-    log = log_path or Path(tempfile.gettempdir()) / f"prebuild-{name}.log"
-    worker = WorkerProcess(submission, log, emulate=emulate, gpu=False)
-    try:
-        worker.start(load_timeout=timeout, import_timeout=timeout)
-        return Prebuilt(True, time.monotonic() - started)
-    except WorkerFailure as failure:
-        return Prebuilt(False, time.monotonic() - started, failure.reason)
-    finally:
-        worker.close()

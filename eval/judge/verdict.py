@@ -18,7 +18,7 @@ import torch
 
 from eval import problem_folder
 from eval.emulate import scaled_mm
-from eval.judge.channel import WorkerFailure
+from eval.judge.wire import WorkerFailure
 from eval.judge.text import one_line
 from eval.records import generate_args
 

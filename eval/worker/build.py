@@ -1,7 +1,7 @@
-"""Builds the worker's compiled part (native.cpp) once per machine and source version, and says
-where it is. The judge builds it before it starts a worker; the worker only loads the file (it
-never compiles anything of ours). Needs a C++ compiler and ninja; no CUDA toolkit (the CUDA driver
-is opened at run time)."""
+"""Builds the worker's compiled part (native.cpp and the parts it includes, native/*.h) once per
+machine and source version, and says where it is. The judge builds it before it starts a worker;
+the worker only loads the file (it never compiles anything of ours). Needs a C++ compiler and
+ninja; no CUDA toolkit (the CUDA driver is opened at run time)."""
 from __future__ import annotations
 
 import hashlib
@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("native.cpp")
+# its parts by role, which it #includes: one translation unit, compiled once (native.cpp says why)
+PARTS = tuple(sorted(SOURCE.with_name("native").glob("*.h")))
+SOURCES = (SOURCE, *PARTS)
 # no exported symbol but the module's entry point; the GOT resolved at load and then read-only
 HARDENING_CFLAGS = ["-O2", "-fvisibility=hidden", "-fvisibility-inlines-hidden", "-fstack-protector-strong"]
 HARDENING_LDFLAGS = ["-Wl,-z,relro", "-Wl,-z,now", "-Wl,-z,noexecstack"]
@@ -45,7 +48,10 @@ def owned_root() -> Path:
 
 
 def module_name() -> str:
-    digest = hashlib.sha256(SOURCE.read_bytes() + Path(__file__).read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256()
+    for path in (*SOURCES, Path(__file__)):  # any part changed (or renamed): another name, a fresh build
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    digest = digest.hexdigest()[:12]
     return f"eval_worker_native_{digest}"
 
 

@@ -1,0 +1,187 @@
+"""What every mode and every harness measurement shares, judge side: the options (Options), the
+worker of one submission or of the harness, restarted after a failure (Runner), the size a reply
+may have (reply_limit), what the judge learns of a case from the reference (case_profile), the
+parameters of a timed request (runs_params) and the machine as the judge sees it
+(describe_environment).
+
+It sits below both eval/judge/modes.py (the leaderboard's modes) and eval/baselines.py (floors and
+baseline kernels), which import it and not each other's internals: baselines imports no mode, and
+no module here imports modes or baselines. It judges no output (eval/judge/verdict.py and modes do).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+from eval import problem_folder, results
+from eval.judge import verdict
+from eval.judge.wire import Reply, WorkerFailure
+from eval.judge.worker_start import DEFAULT_LOAD_TIMEOUT_S, WorkerProcess
+from eval.records import Environment
+from eval.worker.driver import FLUSH_L2_MULTIPLE
+
+HOST_CALLS = 20  # back-to-back calls per batch for the host cost column
+HOST_BATCHES = 7  # batches of HOST_CALLS; the worker reports the median batch, the judge checks every output
+NO_LIMIT = 1e30
+
+
+@dataclasses.dataclass
+class Options:
+    timeout: float = 600.0  # per case, seconds
+    load_timeout: float = DEFAULT_LOAD_TIMEOUT_S  # the build limit (the import is bounded by timeout otherwise)
+    method: str = "per-call"  # or "batched"
+    batch: int = 50
+    gap_us: float = 500.0
+    dist: str | None = None  # data distribution override for every case
+    wall_cap_s: float = 120.0
+    baseline: bool = True  # time the problem module's baseline kernel on each case too (GPU only)
+    # a kernel right on the cases' own data but wrong on full-range data: the leaderboard passes it
+    # (a warning names what full-range data showed); True fails it (search loops that must not
+    # reward data specialisation)
+    fail_narrow: bool = False
+    emulate_blackwell: bool = False  # exact stand-ins for Blackwell-only calls (eval/worker/emulation.py)
+    # leaderboard and batch: a machine whose sandbox reaches less than full judges nothing unless the
+    # user chose the level (--sandbox LEVEL / EVAL_SANDBOX)
+    require_full_sandbox: bool = False
+    log_dir: Path = results.RESULTS_DIR / "logs"
+
+
+SNAPSHOT_SLACK = 16  # an output may be a view into a buffer this many times its size (or 1 MiB)
+
+
+def reply_limit(op: str, payload: dict) -> int:
+    """The most output bytes a request can bring back: snapshots (and their synced copies) of
+    every call it makes, each at most SNAPSHOT_SLACK times the reference's output. A reply beyond
+    that is refused before it is read."""
+    params = payload.get("params") or {}
+    if op == "trial":
+        calls = len(params.get("steps", []))
+    elif op == "runs" and params.get("check"):
+        calls = int(params["max_repeats"]) * int(params["batch"]) + int(params.get("host_calls", 0)) * HOST_BATCHES
+    else:
+        return 0
+    per_call = max(SNAPSHOT_SLACK * case_profile(payload["args"]).output_bytes, 1 << 20)
+    return 2 * calls * per_call
+
+
+class Runner:
+    """One submission's worker, restarted on demand after a failure."""
+
+    def __init__(self, submission: Path | None, options: Options):
+        self.submission = submission
+        self.options = options
+        name = Path(submission).stem if submission else "harness"
+        self.log_path = options.log_dir / f"{results.now_stamp()}-{results.slug(name)}.log"
+        self.worker = WorkerProcess(submission, self.log_path, emulate=options.emulate_blackwell)
+        self.worker.require_full = options.require_full_sandbox or os.environ.get("EVAL_REQUIRE_FULL_SANDBOX") == "1"
+        self.info: dict = {}
+
+    def ensure(self) -> dict:
+        if not self.worker.alive():
+            self.info = self.worker.start(self.options.load_timeout, import_timeout=self.options.timeout)
+        return self.info
+
+    def call(self, op: str, payload: dict, timeout: float | None = None) -> Reply:
+        self.ensure()
+        try:
+            return self.worker.request(op, payload, timeout or self.options.timeout, blob_limit=reply_limit(op, payload))
+        except WorkerFailure:
+            self.worker.close()  # next call starts a fresh process
+            raise
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+
+# -- the machine, seen from the judge -------------------------------------------------------------
+
+def describe_environment(sandbox: dict | None = None) -> Environment:
+    from importlib.metadata import PackageNotFoundError, version
+
+    def package(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    env = Environment(python=platform.python_version(), torch=torch.__version__, host=platform.node(),
+                      cutlass_dsl=package("nvidia-cutlass-dsl"), triton=package("triton"),
+                      cuda_available=torch.cuda.is_available(), sandbox=dict(sandbox or {}))
+    if env.cuda_available:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        env.gpu, env.sm_count, env.capability = props.name, props.multi_processor_count, f"{props.major}.{props.minor}"
+        env.l2_bytes, env.memory_bytes, env.cuda_runtime = props.L2_cache_size, props.total_memory, torch.version.cuda
+        env.driver, env.timer = _driver_version(), "cuda-events"
+    else:
+        env.gpu, env.timer = "CPU (no CUDA)", "host-clock (no CUDA)"
+    return env
+
+
+def _driver_version():
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml.nvmlSystemGetDriverVersion()
+    except Exception:
+        return None
+
+
+def canaries(args: dict) -> list:
+    regions = problem_folder.current().hook("canary_regions")
+    return regions(args) if regions else []
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseProfile:
+    """What the judge learns from the case's own input and one ref_kernel call on it."""
+    items: int  # entries of generate_input's result (tuple/list items, dict values)
+    reference_writes: frozenset  # the inputs ref_kernel writes (a pre-allocated output, as in vectoradd)
+    output_bytes: int  # the size of ref_kernel's output
+    # inputs a kernel may write: those ref_kernel writes; those whose contents generate_input leaves
+    # undefined (torch.empty: they differ between two generations); and the leaderboard's convention
+    # of a pre-allocated output passed last, shaped like ref_kernel's output (any dtype), which the reference
+    # may ignore (matmul, prefixsum) while a solution writes it and returns it, or leaves it alone
+    outputs: frozenset = frozenset()
+
+
+_PROFILES: dict = {}
+
+
+def case_profile(args: dict) -> CaseProfile:
+    key = (problem_folder.current().root, tuple(sorted((k, repr(v)) for k, v in args.items())))
+    if key not in _PROFILES:
+        data = verdict.generate_undefined_filled(args, args["seed"])
+        items = verdict.tensors_of(data)
+        before = [verdict.input_hash(t) if isinstance(t, torch.Tensor) else None for t in items]
+        again = verdict.tensors_of(verdict.generate_undefined_filled(args, args["seed"]))
+        undefined = {i for i, t in enumerate(again) if before[i] is not None and isinstance(t, torch.Tensor)
+                     and verdict.input_hash(t) != before[i]}
+        del again
+        out = verdict.reference().ref_kernel(data)
+        written = frozenset(i for i, t in enumerate(items) if before[i] is not None and verdict.input_hash(t) != before[i])
+        outputs = out if isinstance(out, (tuple, list)) else [out]
+        shapes = {tuple(t.shape) for t in outputs if isinstance(t, torch.Tensor)}  # dtype may differ (prefixsum)
+        tensors = [i for i, t in enumerate(items) if isinstance(t, torch.Tensor)]
+        last = {tensors[-1]} if tensors and tuple(items[tensors[-1]].shape) in shapes else set()
+        size = sum(t.numel() * t.element_size() for t in outputs if isinstance(t, torch.Tensor))
+        _PROFILES[key] = CaseProfile(len(items), written, size, frozenset(written | undefined | last))
+    return _PROFILES[key]
+
+
+def runs_params(args: dict, options: Options, budget: tuple, fresh_seeds: bool, host_calls: int = 0,
+                check: bool = True) -> dict:
+    cuda = torch.cuda.is_available()
+    max_repeats, max_time_ns = budget
+    return {
+        "cuda": cuda, "flush": cuda, "wait_ns": float(options.gap_us) * 1e3, "flush_l2_multiple": FLUSH_L2_MULTIPLE,
+        "canary": canaries(args) if check else [], "check": check, "seed": int(args["seed"]),
+        "fresh_seeds": fresh_seeds, "batch": options.batch if options.method == "batched" else 1,
+        "max_repeats": int(max_repeats), "max_time_ns": float(max_time_ns), "wall_cap_ns": float(options.wall_cap_s) * 1e9,
+        "host_calls": host_calls,
+    }
