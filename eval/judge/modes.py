@@ -306,22 +306,22 @@ def _modified_input(data, hashes: dict, args: dict) -> str | None:
     CaseProfile.outputs). Built to catch one cheat: work done on an input in place (decoded, reordered,
     partly reduced) that a later call on the same buffer would reuse; the reason says so."""
     problem = problem_folder.current()
-    items, keys = problem_folder.flatten(data)
+    items, names = problem_folder.flatten(data)
     writable = case_profile(args).outputs | set(problem.hook("WRITABLE_INPUTS", ()))
     for index, item in enumerate(items):
         if index in writable or not isinstance(item, torch.Tensor):
             continue
         if hashes.get(str(index)) != verdict.input_hash(item):
-            return (f"modified its input `{problem.input_name(index, keys)}` (work done in place on an input "
+            return (f"modified its input `{problem.input_name(index, names)}` (work done in place on an input "
                     f"carries over to the next call on that buffer): custom_kernel may write only its "
-                    f"output{_writable_names(problem, writable, keys)}")
+                    f"output{_writable_names(problem, writable, names)}")
     return None
 
 
 @dataclasses.dataclass(frozen=True)
 class CaseProfile:
     """What the judge learns from the case's own input and one ref_kernel call on it."""
-    items: int  # entries of generate_input's result (tuple/list items, dict values)
+    items: int  # tensors of generate_input's result, found anywhere in it (problem_folder.flatten)
     reference_writes: frozenset  # the inputs ref_kernel writes (a pre-allocated output, as in vectoradd)
     output_bytes: int  # the size of ref_kernel's output
     # inputs a kernel may write: those ref_kernel writes; those whose contents generate_input leaves
@@ -346,7 +346,7 @@ def case_profile(args: dict) -> CaseProfile:
         del again
         out = verdict.reference().ref_kernel(data)
         written = frozenset(i for i, t in enumerate(items) if before[i] is not None and verdict.input_hash(t) != before[i])
-        outputs = out if isinstance(out, (tuple, list)) else [out]
+        outputs = problem_folder.flatten(out)[0]
         shapes = {tuple(t.shape) for t in outputs if isinstance(t, torch.Tensor)}  # dtype may differ (prefixsum)
         tensors = [i for i, t in enumerate(items) if isinstance(t, torch.Tensor)]
         last = {tensors[-1]} if tensors and tuple(items[tensors[-1]].shape) in shapes else set()
