@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from eval import cases as case_files
-from eval import api, problem_folder, report, results, sol
+from eval import api, needs, problem_folder, report, results, sol
 from eval.cases import ConfigError
 from eval.judge import modes
 from eval.records import RunRecord
@@ -87,6 +87,8 @@ def emit(record: RunRecord, fmt: str, output: Path | None) -> None:
     click.echo(text)
     if output:
         results.write_text_new(text + "\n", output)
+    if record.cannot_run:  # not judged here (a missing package, no CUDA GPU): its own exit code, never a failure
+        sys.exit(needs.EXIT_CANNOT_RUN)
 
 
 def save(record: RunRecord) -> Path:

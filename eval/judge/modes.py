@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from eval import problem_folder, results, sol
+from eval import needs, problem_folder, results, sol
 from eval.cases import Case, ranking_by
 from eval.judge import blackwell, static_check, verdict
 from eval.judge.channel import DEFAULT_LOAD_TIMEOUT_S, Reply, WorkerFailure, WorkerProcess  # noqa: F401 (re-exported)
@@ -231,9 +231,30 @@ def run_each_case(mode: str, submission: Path | None, cases: list[Case], options
             except WorkerFailure as failure:
                 result.fail(failure.reason, failure.detail)
             record.cases.append(result)
+    mark_cannot_run(record)
     record.passed = not record.error and bool(record.cases) and all(c.passed for c in record.cases)
     explain_arch_failures(record)
     return record
+
+
+def mark_cannot_run(record: RunRecord) -> None:
+    """Where the load or a case failed for want of what this machine lacks (a package that is not
+    installed, a CUDA GPU: eval/needs.py), the run was not judged: record.cannot_run says what it
+    needs and record.error says "cannot run here: needs ..." (never a failing verdict)."""
+    if record.cannot_run:
+        return
+    beside = Path(record.submission).parent if record.submission else None
+    texts = [record.error or ""] + [f"{c.error or ''} {c.detail or ''}" for c in record.cases if not c.passed]
+    for text in texts:
+        if needs.PREFIX + "needs " in text:
+            lacking = text.split(needs.PREFIX + "needs ", 1)[1].split(" (the problem's", 1)[0]
+        else:
+            lacking = needs.what_is_missing(text, torch.cuda.is_available(), beside)
+        if lacking:
+            record.cannot_run = lacking
+            record.error = f"{needs.PREFIX}needs {lacking}"
+            record.passed = False
+            return
 
 
 # -- test: the untimed anti-cheat calls -----------------------------------------------------------
@@ -483,6 +504,7 @@ def run_benchmarks(submission: Path, cases: list[Case], options: Options, leader
     if not record.error and options.baseline and record.environment.cuda_available:
         _add_baseline(record, options)
     finish_record(record, len(cases))
+    mark_cannot_run(record)
     explain_arch_failures(record)
     return record
 

@@ -16,7 +16,7 @@ import secrets
 import numpy as np
 import torch
 
-from eval import problem_folder
+from eval import needs, problem_folder
 from eval.emulate import scaled_mm
 from eval.judge.channel import WorkerFailure
 from eval.judge.text import one_line
@@ -110,6 +110,10 @@ def generate(args: dict, seed: int, overrides: dict | None = None):
         return problem_folder.current().reference.generate_input(**{**generate_args(args), **(overrides or {}),
                                                                      "seed": int(seed)})
     except Exception as exc:  # noqa: BLE001 - the problem's code, whatever it raises
+        lacking = needs.what_is_missing(f"{type(exc).__name__}: {exc}", torch.cuda.is_available())
+        if lacking:  # not the problem's fault, nor the submission's: not judged here
+            raise WorkerFailure(f"{needs.PREFIX}needs {lacking} (the problem's generate_input: "
+                                f"{type(exc).__name__}: {one_line(str(exc))[:120]})") from None
         where = "" if torch.cuda.is_available() else " (this machine has no CUDA GPU: run it on one)"
         raise ConfigError(f"the problem's generate_input failed for case {generate_args(args)}: "
                           f"{type(exc).__name__}: {one_line(str(exc))[:200]}{where}") from None
