@@ -239,6 +239,17 @@ def current() -> Problem:
     return _CURRENT[0] if _CURRENT else use()
 
 
+def generate_seeded(generate, kwargs: dict):
+    """generate_input(**kwargs) with torch's global generators seeded from the case's seed first: a
+    generate_input that draws part of its input from the global RNG (bioml's trimul: its weights,
+    torch.randn without its generator) gives the same input in the judge and in the worker, as one
+    evaluator process hands one input to both the submission and the checker."""
+    import torch
+
+    torch.manual_seed(int(kwargs["seed"]) & ((1 << 63) - 1))
+    return generate(**kwargs)
+
+
 MAX_DEPTH = 32  # nesting followed into generate_input's result (native.cpp follows as deep)
 
 

@@ -107,8 +107,8 @@ def generate(args: dict, seed: int, overrides: dict | None = None):
     from eval.cases import ConfigError
 
     try:
-        return problem_folder.current().reference.generate_input(**{**generate_args(args), **(overrides or {}),
-                                                                     "seed": int(seed)})
+        return problem_folder.generate_seeded(problem_folder.current().reference.generate_input,
+                                              {**generate_args(args), **(overrides or {}), "seed": int(seed)})
     except Exception as exc:  # noqa: BLE001 - the problem's code, whatever it raises
         lacking = needs.what_is_missing(f"{type(exc).__name__}: {exc}", torch.cuda.is_available())
         if lacking:  # not the problem's fault, nor the submission's: not judged here
