@@ -202,6 +202,19 @@ def explain_arch_failures(record: RunRecord) -> None:
             holder.error = reason
             if hasattr(holder, "detail"):
                 holder.detail = f"{message}\n{holder.detail}".strip()
+            _blackwell_cannot_run(record, source)
+
+
+def _blackwell_cannot_run(record: RunRecord, source: str) -> None:
+    """A failure explained by a Blackwell-only feature on an older GPU, with no emulation on: not a
+    verdict ("cannot run here: needs a Blackwell GPU ..."); the explanation stays in the case."""
+    feature = blackwell.find(source)
+    if record.cannot_run or feature is None:
+        return
+    record.cannot_run = (f"a Blackwell GPU ({feature.needs}) for {feature.what}, line {feature.line}"
+                         + (", or --emulate-blackwell, which covers it" if feature.emulated else ""))
+    record.error = f"{needs.PREFIX}needs {record.cannot_run}"
+    record.passed = False
 
 
 @contextlib.contextmanager
