@@ -2,6 +2,7 @@
 
 Exit codes as the leaderboard's: 0 pass, 112 a check or case failed; 2 for a usage or input error
 (bad option, missing file, malformed task.yml/shapes.yaml, invalid shape), with a one-line message.
+113: cannot run here (a package that is not installed, no CUDA GPU...: eval/needs.py, docs/record-schema.md).
 """
 from __future__ import annotations
 

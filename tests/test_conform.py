@@ -148,7 +148,7 @@ def test_conform_on_every_convention_streams_resumes_and_limits_each_solution(tm
     out = _conform(SERIES, "--jobs", "3", "--limit", "60", "--format", "markdown", "-o", md, tmp_path=tmp_path)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     rows = {(r.problem.split("/")[-1], r.solution): r for r in conform.read_rows(jsonl)}
-    assert len(rows) == 11, sorted(rows)
+    assert len(rows) == 12, sorted(rows)
     for name in ("older/strings", "borrowed/single_tensor", "borrowed/nested"):
         folder = name.split("/")[-1]
         right = rows[(folder, "submission.py")]
@@ -164,16 +164,17 @@ def test_conform_on_every_convention_streams_resumes_and_limits_each_solution(tm
     assert rows[("hang", "submission.py")].agree is True  # the hang cost its own row only
     own = rows[("own_contract", "submission.py")]
     assert own.official.passed and not own.ours.ran and "no task.py" in own.ours.reason
+    assert rows[("no_tensor", "submission.py")].agree is True and rows[("no_tensor", "submission.py")].ours.passed
     cuda = rows[("cuda_only", "submission.py")]
     if not torch.cuda.is_available():
         assert cuda.official.reason == cuda.ours.reason == "cannot run here: needs a CUDA GPU", cuda
     text = md.read_text()
-    assert text.count("| series/") == 11 + 2 and "| series | rows | same | differ |" in text  # rows, then per series
-    assert out.stdout.rstrip().splitlines()[-1].startswith("| all | 11 |"), out.stdout[-1500:]
+    assert text.count("| series/") == 12 + 2 and "| series | rows | same | differ |" in text  # rows, then per series
+    assert out.stdout.rstrip().splitlines()[-1].startswith("| all | 12 |"), out.stdout[-1500:]
     again = _conform(SERIES, "--jobs", "3", "--limit", "60", "--format", "markdown", "-o", md, tmp_path=tmp_path,
                      timeout=120)
     assert again.returncode == 0 and again.stdout.splitlines()[-1] == out.stdout.splitlines()[-1], again.stderr[-2000:]
-    assert len(jsonl.read_text().splitlines()) == 11  # nothing decided twice
+    assert len(jsonl.read_text().splitlines()) == 12  # nothing decided twice
 
 
 def test_structures_flatten_in_the_workers_order():

@@ -297,6 +297,9 @@ def trial_steps(args: dict) -> list[dict]:
     return steps
 
 
+NO_INPUT_TENSOR = ("generate_input's result holds no tensor: no input is hashed or canaried for this case "
+                   "(the output is still checked on every call)")
+
 STEP_CONTEXT = (
     "",
     "wrong result when called again with new data in the same buffers (a result cached from an earlier call?): ",
@@ -308,6 +311,8 @@ def check_trial(runner: Runner, result: CaseResult, options: Options, config=Non
     """Run the trial steps in the worker and judge each here; the first wrong one fails the case.
     config: a tunable submission's launch configuration (run_with) instead of custom_kernel."""
     steps = trial_steps(result.args)
+    if not case_profile(result.args).items and NO_INPUT_TENSOR not in result.warnings:
+        result.warnings.append(NO_INPUT_TENSOR)
     params = {"cuda": torch.cuda.is_available(), "flush_l2_multiple": FLUSH_L2_MULTIPLE, "steps": steps}
     payload = {"args": result.args, "params": params}
     if config is not None:

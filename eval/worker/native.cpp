@@ -1309,6 +1309,10 @@ static std::string plain_value(PyObject* o) {
 static Snap describe_output(PyObject* o, int depth) {
   Snap s;
   bool tuple = PyTuple_Check(o), list = PyList_Check(o), dict = PyDict_Check(o);
+  if (!PyObject_TypeCheck(o, (PyTypeObject*)S.tensor_type) && !(tuple || list || dict)) {
+    s.value = plain_value(o);  // a plain number (a reduction's result as a Python float): kept as its JSON text
+    if (!s.value.empty()) return s;
+  }
   if (PyObject_TypeCheck(o, (PyTypeObject*)S.tensor_type) || !(tuple || list || dict)) return describe_tensor(o);
   if (depth >= MAX_DEPTH) { s.problem = "output is nested too deep"; return s; }
   s.kind = tuple ? "tuple" : list ? "list" : "dict";
@@ -1865,7 +1869,7 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
           bool later = false;
           for (int64_t j = i + 1; j < n && sn.problem.empty(); j++) {
             Snap other = describe_output(outs[j].ptr());
-            later = later || (other.problem.empty() && other.src == sn.src);
+            later = later || (other.problem.empty() && other.src && other.src == sn.src);
           }
           if (!later) {
             snapshot(sn);
@@ -1941,7 +1945,8 @@ static void trial(const std::string& nonce, py::object kernel, py::object make_i
     std::vector<Region> rs = regions_of(step["canary"]);
     py::object fresh = make_input(py::int_(seed), overrides);
     std::vector<View> fresh_views = input_views(fresh, cuda);
-    if (reuse && data) {  // same buffers, new contents
+    // same buffers, new contents; an input without a tensor has no buffer to reuse: the new one is called
+    if (reuse && data && !fresh_views.empty()) {
       if (fresh_views.size() != views.size()) throw std::runtime_error("inputs changed structure");
       device_sync(cuda);
       for (size_t a = 0; a < views.size(); a++) {
