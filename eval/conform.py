@@ -377,6 +377,7 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
 
     done = {row.key: row for row in read_rows(jsonl)} if jsonl else {}
     lock = threading.Lock()
+    stopping = threading.Event()  # set on the way out: no new run starts, no row decided by the stop is kept
     gpus = devices()
     slots = list(range(max(1, jobs)))  # a job slot's GPU: slot % number of GPUs
 
@@ -387,7 +388,11 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
             slot = slots.pop(0) if slots else 0
         device = gpus[slot % len(gpus)]
         try:
+            if stopping.is_set():
+                raise RuntimeError("conform was stopped")
             side, evaluator = official(folder, solution, "test", False, emulate, limit, device)
+            if stopping.is_set():
+                raise RuntimeError("conform was stopped")
             row = Row(problem, name, evaluator, side, ours(folder, solution, "test", emulate, False, limit, device),
                       emulate, digest, timing)
         finally:
@@ -397,6 +402,8 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
 
     def record(row: Row) -> Row:
         with lock:
+            if stopping.is_set():
+                return row
             if jsonl:
                 append_row(jsonl, row)
             if progress:
@@ -415,9 +422,16 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
             todo.append(item)
     # verdicts at once (jobs); the timing runs (--timing) after them, one at a time, so that no run
     # times beside another (a row is then written once timed)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
         for item, row in zip(todo, pool.map(lambda item: decide(item) if timing else record(decide(item)), todo)):
             rows[key_of(item)] = row
+    except BaseException:  # stopped (SIGTERM, Ctrl-C): the rows on disk stay, the runs under way end now
+        stopping.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop_children()
+        raise
+    pool.shutdown()
     for item in todo if timing else ():
         folder, solution, emulate = item
         row = rows[key_of(item)]
@@ -426,6 +440,36 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
             row.ours.means_ns = ours(folder, solution, "benchmark", emulate, True, limit, gpus[0]).means_ns
         record(row)
     return [rows[key_of(item)] for item in work]
+
+
+def stop_children(grace: float = 5.0) -> None:
+    """End every run this process started (each is its own session: judges, official evaluators):
+    SIGTERM to each group (a judge closes its workers), SIGKILL after `grace`, then the workers a
+    judge killed outright left behind are swept."""
+    me = str(os.getpid())
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == me:
+            children.append(int(stat.parent.name))
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in children:
+            try:
+                os.killpg(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace
+        while sig == signal.SIGTERM and time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in children):
+            time.sleep(0.2)
+    try:
+        from eval.judge import channel
+
+        channel.sweep_dead()
+    except Exception:  # noqa: BLE001 - best effort on the way out
+        pass
 
 
 def append_row(jsonl: Path, row: Row) -> None:

@@ -6,6 +6,7 @@ import ctypes
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import torch
 
@@ -217,3 +218,38 @@ def test_what_a_run_needs_that_this_machine_lacks(tmp_path):
     assert needs.what_is_missing("AssertionError: Torch not compiled with CUDA enabled", False) == "a CUDA GPU"
     assert needs.what_is_missing("AssertionError: Torch not compiled with CUDA enabled", True) is None
     assert needs.what_is_missing("mismatch found! 3 elements differ", False) is None
+
+
+def test_a_stopped_run_keeps_its_rows_ends_its_runs_and_a_rerun_resumes(tmp_path):
+    """SIGTERM while a solution hangs: the rows decided so far stay in the JSONL and the markdown,
+    the runs under way end with conform (no judge or evaluator left running), and a rerun decides
+    only what is missing."""
+    import signal
+    import time
+
+    from eval import conform
+
+    md, jsonl = tmp_path / "conform.md", tmp_path / "conform.jsonl"
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results")}
+    env.pop(problem_folder.DIR_ENV, None)
+    args = [sys.executable, "-m", "eval", "conform", str(SERIES), "--only", "hang", "--jobs", "2",
+            "--format", "markdown", "-o", str(md)]
+    proc = subprocess.Popen([*args, "--limit", "600"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and len(conform.read_rows(jsonl)) < 1:
+        time.sleep(2)
+    assert [r.solution for r in conform.read_rows(jsonl)] == ["submission.py"]
+    children = [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/stat")
+                if p.read_text().rsplit(")", 1)[1].split()[1] == str(proc.pid)]
+    assert children  # the hanging solution's runs
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert all(not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+               for pid in children)
+    assert [r.solution for r in conform.read_rows(jsonl)] == ["submission.py"]  # nothing decided by the stop
+    assert "| series/borrowed/hang | submission.py | pass | pass | yes |" in md.read_text()
+    again = subprocess.run([*args, "--limit", "20"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    rows = conform.read_rows(jsonl)
+    assert len(rows) == 2 and len(jsonl.read_text().splitlines()) == 2 and "within 20 s" in rows[1].ours.reason
