@@ -270,6 +270,9 @@ def official(folder: Path, solution: Path, mode: str, timing: bool, emulate: boo
         return Side(False, reason=f"cannot run here (exit {code}): {last_error(stderr)}", seconds=seconds), evaluator
     passed = fields["check"] == "pass"
     reason = "" if passed else _official_reason(fields)
+    lacking = None if passed else needs.what_is_missing(reason, cuda_here(), solution.parent)
+    if lacking:  # the evaluator said so itself (princeton's: "No CUDA GPU available"): not a verdict
+        return Side(False, reason=f"{needs.PREFIX}needs {lacking}", seconds=seconds), evaluator
     means = []
     if timing:
         count = int(fields.get("benchmark-count", 0) or 0)
@@ -279,7 +282,7 @@ def official(folder: Path, solution: Path, mode: str, timing: bool, emulate: boo
 
 def _official_reason(fields: dict) -> str:
     for key, value in fields.items():
-        if key.endswith(".error") or key.endswith(".message"):
+        if key.endswith(".error") or key.endswith(".message") or key == "error":
             return value[:300]
     return ""
 

@@ -25,7 +25,9 @@ _NO_CUDA = re.compile(
     r"Torch not compiled with CUDA enabled|Cannot get CUDA generator without ATen_cuda|Found no NVIDIA driver"
     r"|CUDA is not available|no CUDA GPUs are available|0 active drivers|No CUDA GPUs are available"
     r"|CUDA driver initialization failed|cudaErrorNoDevice|libcuda\.so[^ ]* ?: cannot open|PyTorch splits its backend"
-    r"|Cannot access accelerator device when none is available|has no CUDA GPU", re.I)
+    r"|Cannot access accelerator device when none is available|has no CUDA GPU|No CUDA GPU available", re.I)
+# a CUDA build (torch.utils.cpp_extension.load_inline, nvcc) without the toolkit
+_NO_TOOLKIT = re.compile(r"CUDA_HOME environment variable is not set|nvcc: (?:command )?not found|No such file or directory: '[^']*nvcc'")
 # a GPU newer than this one (Blackwell-only instructions, FP4 GEMMs) where nothing emulates it
 _NEWER_GPU = re.compile(r"requires? (?:an? )?(?:sm_?10\d|Blackwell|B200)|sm_?100a? (?:is )?(?:required|not supported)"
                         r"|no kernel image is available for execution on the device", re.I)
@@ -59,8 +61,10 @@ def missing_package(text: str, beside: Path | None = None) -> str | None:
 
 def needs_hardware(text: str, cuda_here: bool) -> str | None:
     """"a CUDA GPU" / "a newer GPU (...)" where text says the run needs hardware this machine lacks."""
-    if not cuda_here and _NO_CUDA.search(text or ""):
+    if not cuda_here and (_NO_CUDA.search(text or "") or _NO_TOOLKIT.search(text or "")):
         return "a CUDA GPU"
+    if _NO_TOOLKIT.search(text or ""):
+        return "the CUDA toolkit (nvcc; set CUDA_HOME)"
     if cuda_here and _NEWER_GPU.search(text or ""):
         return "a newer GPU (Blackwell, sm_100) or --emulate-blackwell where the call is emulated"
     return None

@@ -218,6 +218,10 @@ def test_what_a_run_needs_that_this_machine_lacks(tmp_path):
     assert needs.what_is_missing("AssertionError: Torch not compiled with CUDA enabled", False) == "a CUDA GPU"
     assert needs.what_is_missing("AssertionError: Torch not compiled with CUDA enabled", True) is None
     assert needs.what_is_missing("mismatch found! 3 elements differ", False) is None
+    assert needs.what_is_missing("raised OSError: CUDA_HOME environment variable is not set.", False) == "a CUDA GPU"
+    assert needs.what_is_missing("raised OSError: CUDA_HOME environment variable is not set.", True) == \
+        "the CUDA toolkit (nvcc; set CUDA_HOME)"
+    assert needs.what_is_missing("No CUDA GPU available. This script requires a GPU.", False) == "a CUDA GPU"
 
 
 def test_a_stopped_run_keeps_its_rows_ends_its_runs_and_a_rerun_resumes(tmp_path):
