@@ -2,6 +2,7 @@
 
 Exit codes as the leaderboard's: 0 pass, 112 a check or case failed; 2 for a usage or input error
 (bad option, missing file, malformed task.yml/shapes.yaml, invalid shape), with a one-line message.
+113: cannot run here (a package that is not installed, no CUDA GPU...: eval/needs.py, docs/record-schema.md).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import click
 
 from eval import cases as case_files
-from eval import api, problem_folder, report, results, sol
+from eval import api, needs, problem_folder, report, results, sol
 from eval.cases import ConfigError
 from eval.judge import modes
 from eval.records import RunRecord
@@ -86,6 +87,8 @@ def emit(record: RunRecord, fmt: str, output: Path | None) -> None:
     click.echo(text)
     if output:
         results.write_text_new(text + "\n", output)
+    if record.cannot_run:  # not judged here (a missing package, no CUDA GPU): its own exit code, never a failure
+        sys.exit(needs.EXIT_CANNOT_RUN)
 
 
 def save(record: RunRecord) -> Path:
@@ -410,8 +413,13 @@ def _batch_runner(ray_address: str | None):
 @click.option("--jobs", default=1, show_default=True, help="Solutions judged at once (verdicts; timing runs one at a time).")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the table to this file.")
-def conform(path, timing, only, solutions, add, jobs, fmt, output):
+              help="Also write the table to this file (markdown: each row as it is decided, the whole table at the end).")
+@click.option("--limit", default=300.0, show_default=True,
+              help="Seconds per side and solution: a hang costs its own row only (0: the task's own timeouts).")
+@click.option("--jsonl", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Rows as they are decided, one JSON line each; a rerun reuses the rows it holds (resume). "
+                   "Default: beside -o (its name with .jsonl).")
+def conform(path, timing, only, solutions, add, jobs, fmt, output, limit, jsonl):
     """Our verdict beside the leaderboard's own evaluator on every problem folder and shipped solution
     under PATH (a reference-kernels checkout, a series folder, or one problem). Exit 1 on a verdict
     that differs where both ran. The official evaluator runs solutions unsandboxed, as its runner does."""
@@ -420,13 +428,21 @@ def conform(path, timing, only, solutions, add, jobs, fmt, output):
     if not conformance.find_problems(path):
         fail_usage(f"{path} holds no problem folder (task.yml, task.py, reference.py); "
                    "give a checkout of gpu-mode/reference-kernels or a folder in it")
+    jsonl = jsonl or (output.with_suffix(".jsonl") if output else None)
+    if output and fmt == "markdown":  # streamed: a stopped run keeps the rows decided so far
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(conformance.markdown_header() + "\n")
 
     def progress(row):
         click.echo(f"  {row.problem}/{row.solution}: official {conformance.verdict_text(row.official)}, "
                    f"ours {conformance.verdict_text(row.ours)}", err=True)
+        if output and fmt == "markdown":
+            with open(output, "a") as out:
+                out.write(conformance.markdown_row(row) + "\n")
 
-    rows = conformance.conform(path, timing, only, progress, jobs, solutions, tuple(add))
-    text = conformance.render(rows, fmt) + "\n" + conformance.summary(rows)
+    rows = conformance.conform(path, timing, only, progress, jobs, solutions, tuple(add), limit or None, jsonl)
+    text = (conformance.render(rows, fmt) + "\n" + conformance.summary(rows) + "\n\n"
+            + conformance.series_table(rows, fmt))
     click.echo(text)
     if output:
         results.write_text_new(text + "\n", output)

@@ -13,12 +13,20 @@ row says so and shows ours alone; ours then runs with --emulate-blackwell where 
 needs the FP4 GEMM this GPU lacks. With `--timing`, both run their benchmarks and the row gives
 ours/official per case. Exit 1 when a verdict differs where both ran.
 
+A side that needs what this machine lacks (a package that is not installed, a CUDA GPU) is "cannot
+run" with what it needs (eval/needs.py), never a failure. Rows stream: each is written as it is
+decided to the JSONL file (and the markdown/table file) and a rerun with the same JSONL skips the
+rows it holds (resume); each solution has its own time limit (per side), so a hang costs its row only.
+A folder in another layout (no task.py: its own contract) still gets a row: the official evaluator's
+verdict beside ours "cannot run" with why.
+
 The official evaluator runs the solutions unsandboxed (as the leaderboard's runner does): run conform
 on code you trust, e.g. the checkout's own solutions. This module never imports solution code.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -33,13 +41,14 @@ from pathlib import Path
 
 import yaml
 
-from eval import problem_folder
+from eval import needs, problem_folder
 from eval.batch import Candidate, judge_one, last_error
 
 SUBMISSION_MARK = "@SUBMISSION@"  # task.yml's `files` source standing for the submission
 DEFAULT_TIMEOUT = 180.0  # the runner's, where task.yml names none
 PASSING_CODES = (0, 112)  # the evaluator's exit codes for "ran" (112: ran, a check failed)
 PYTHONPATH_ENV = "EVAL_CONFORM_PYTHONPATH"  # PYTHONPATH for the official evaluator only
+SOLUTION_LIMIT = 300.0  # seconds per side and solution (--limit): a hang costs its own row only
 
 
 @dataclasses.dataclass
@@ -60,6 +69,27 @@ class Row:
     official: Side
     ours: Side
     emulated: bool = False
+    sha256: str = ""  # the solution's (resume: a row is reused only for the same file)
+    timing: bool = False  # decided with --timing (resume reuses rows of the same kind)
+
+    @property
+    def series(self) -> str:
+        """The folder holding the problem folder, e.g. problems/pmpp."""
+        return str(Path(self.problem).parent)
+
+    @property
+    def key(self) -> tuple:
+        return (self.problem, self.solution, self.sha256, self.timing)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Row":
+        fields = {f.name for f in dataclasses.fields(Side)}
+        sides = {k: Side(**{n: v for n, v in (d.get(k) or {}).items() if n in fields}) for k in ("official", "ours")}
+        names = {f.name for f in dataclasses.fields(cls)} - {"official", "ours"}
+        return cls(**{k: v for k, v in d.items() if k in names}, **sides)
 
     @property
     def agree(self) -> bool | None:
@@ -75,11 +105,28 @@ class Row:
 # -- what a checkout holds --------------------------------------------------------------------------
 
 def find_problems(path: Path) -> list[Path]:
-    """Problem folders at or under path, in the leaderboard's layout."""
+    """Problem folders at or under path: a task.yml beside a reference.py (the leaderboard's layout
+    adds task.py; a folder without one has its own contract, and gets a row all the same)."""
     path = path.resolve()
-    found = [t.parent for t in sorted(path.rglob("task.yml")) if (t.parent / "reference.py").is_file()
-             and (t.parent / "task.py").is_file()]
+    found = [t.parent for t in sorted(path.rglob("task.yml")) if (t.parent / "reference.py").is_file()]
     return [p for p in found if not any(part.startswith(".") for part in p.relative_to(path).parts)]
+
+
+def our_layout(folder: Path) -> str | None:
+    """None where ours can judge the folder (task.py, reference.py with generate_input, ref_kernel and
+    check_implementation, a custom_kernel submission); else why not (read from its files)."""
+    if not (folder / "task.py").is_file():
+        return ("not the custom_kernel(data) layout: the folder has no task.py (its own evaluator's contract); "
+                "ours judges folders with generate_input, ref_kernel and check_implementation")
+    try:
+        source = (folder / "reference.py").read_text(errors="replace")
+    except OSError as exc:
+        return f"reference.py cannot be read: {exc}"
+    missing = [name for name in ("generate_input", "ref_kernel", "check_implementation")
+               if not re.search(rf"\b{name}\b", source)]
+    if missing:
+        return f"not the custom_kernel(data) layout: reference.py defines no {', '.join(missing)}"
+    return None
 
 
 def find_solutions(folder: Path) -> list[Path]:
@@ -129,11 +176,14 @@ def _drain(fd: int, sink: list) -> None:
         sink.append(reader.read())
 
 
-def run_popcorn(args: list[str], cwd: Path, timeout: float, after: tuple = ()) -> tuple[int | None, dict, str]:
-    """Run the evaluator with POPCORN_FD (`after`: folders appended to its PYTHONPATH); (exit code or
-    None on timeout, the pipe's key: value lines, stderr's tail)."""
+def run_popcorn(args: list[str], cwd: Path, timeout: float, after: tuple = (),
+                device: str | None = None) -> tuple[int | None, dict, str]:
+    """Run the evaluator with POPCORN_FD (`after`: folders appended to its PYTHONPATH; device: its
+    CUDA_VISIBLE_DEVICES); (exit code or None on timeout, the pipe's key: value lines, stderr's tail)."""
     read_end, write_end = os.pipe()
     env = {**os.environ, "POPCORN_FD": str(write_end)}
+    if device is not None:
+        env["CUDA_VISIBLE_DEVICES"] = device
     env.pop("POPCORN_SEED", None)  # a public run
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)  # the user's, not the harness's
              if p and Path(p).resolve() != problem_folder.ROOT]
@@ -192,9 +242,10 @@ def fp4_shim(folder: Path) -> Path:
     return folder
 
 
-def official(folder: Path, solution: Path, mode: str, timing: bool, emulate: bool = False) -> tuple[Side, str]:
+def official(folder: Path, solution: Path, mode: str, timing: bool, emulate: bool = False,
+             limit: float | None = None, device: str | None = None) -> tuple[Side, str]:
     """The folder's own evaluator on solution; emulate: with the FP4 shim on its PYTHONPATH (labelled
-    in the evaluator's name)."""
+    in the evaluator's name); limit: seconds at most (else task.yml's timeout, as its runner)."""
     task = load_task(folder)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="conform-") as scratch:
@@ -206,14 +257,22 @@ def official(folder: Path, solution: Path, mode: str, timing: bool, emulate: boo
         shim = (fp4_shim(work / "_fp4"),) if emulate else ()
         (work / "cases.txt").write_text(spec_lines(mode_cases(task, mode)))
         timeout = float(task.get("test_timeout" if mode == "test" else "benchmark_timeout") or DEFAULT_TIMEOUT)
-        code, fields, stderr = run_popcorn([sys.executable, "eval.py", mode, "cases.txt"], work, timeout, shim)
+        timeout = min(timeout, limit) if limit else timeout
+        main = (problem_folder.staging(folder) or problem_folder.Staging("eval.py", ())).main
+        code, fields, stderr = run_popcorn([sys.executable, main, mode, "cases.txt"], work, timeout, shim, device)
     seconds = time.monotonic() - started
     if code is None:
-        return Side(False, reason=f"timed out after {timeout:.0f} s", seconds=seconds), evaluator
+        return Side(False, reason=f"timed out after {timeout:.0f} s (killed)", seconds=seconds), evaluator
     if code not in PASSING_CODES or "check" not in fields:
+        lacking = needs.what_is_missing(stderr, cuda_here(), solution.parent)
+        if lacking:
+            return Side(False, reason=f"{needs.PREFIX}needs {lacking}", seconds=seconds), evaluator
         return Side(False, reason=f"cannot run here (exit {code}): {last_error(stderr)}", seconds=seconds), evaluator
     passed = fields["check"] == "pass"
     reason = "" if passed else _official_reason(fields)
+    lacking = None if passed else needs.what_is_missing(reason, cuda_here(), solution.parent)
+    if lacking:  # the evaluator said so itself (princeton's: "No CUDA GPU available"): not a verdict
+        return Side(False, reason=f"{needs.PREFIX}needs {lacking}", seconds=seconds), evaluator
     means = []
     if timing:
         count = int(fields.get("benchmark-count", 0) or 0)
@@ -223,24 +282,62 @@ def official(folder: Path, solution: Path, mode: str, timing: bool, emulate: boo
 
 def _official_reason(fields: dict) -> str:
     for key, value in fields.items():
-        if key.endswith(".error") or key.endswith(".message"):
+        if key.endswith(".error") or key.endswith(".message") or key == "error":
             return value[:300]
     return ""
 
 
 # -- ours ---------------------------------------------------------------------------------------------
 
-def ours(folder: Path, solution: Path, mode: str, emulate: bool, timing: bool) -> Side:
+def ours(folder: Path, solution: Path, mode: str, emulate: bool, timing: bool, limit: float | None = None,
+         device: str | None = None) -> Side:
+    why_not = our_layout(folder)
+    if why_not:
+        return Side(False, reason=why_not)
     args = ["--emulate-blackwell"] if emulate else []
     if mode != "test":  # the cases the official evaluator times (mode_cases)
         args += ["--cases", "benchmarks:-1" if ranked_last(load_task(folder)) else "benchmarks"]
     candidate = Candidate(solution.name, solution, "")
-    judged = judge_one(candidate, mode, args, os.environ.get("CUDA_VISIBLE_DEVICES"), None, problem=folder)
+    device = device if device is not None else os.environ.get("CUDA_VISIBLE_DEVICES")
+    judged = judge_one(candidate, mode, args, device, limit, problem=folder)
     record = judged["record"]
     if record is None:
         return Side(False, reason=judged["reason"], seconds=judged["seconds"])
+    if record.get("cannot_run"):
+        return Side(False, reason=f"{needs.PREFIX}needs {record['cannot_run']}", seconds=judged["seconds"])
     means = [((c.get("stats") or {}).get("mean") or 0) for c in record.get("cases", [])] if timing else []
     return Side(True, judged["passed"], judged["reason"] or "", means, judged["seconds"])
+
+
+def cuda_here() -> bool:
+    """Whether this machine has a CUDA GPU (without starting CUDA in this process)."""
+    return gpu_count() > 0
+
+
+def gpu_count() -> int:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+        return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+    except (OSError, subprocess.SubprocessError):
+        return 0
+
+
+def devices() -> list:
+    """The GPUs a solution's two runs are spread over (CUDA_VISIBLE_DEVICES values); [None] without."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip()] or [None]
+    return [str(i) for i in range(gpu_count())] or [None]
+
+
+def sha256_of(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def needs_emulation(folder: Path) -> bool:
@@ -254,12 +351,16 @@ def needs_emulation(folder: Path) -> bool:
 # -- the table ----------------------------------------------------------------------------------------
 
 def conform(path: Path, timing: bool = False, only: str | None = None, progress=None, jobs: int = 1,
-            solutions: str | None = None, add: tuple = ()) -> list[Row]:
+            solutions: str | None = None, add: tuple = (), limit: float | None = SOLUTION_LIMIT,
+            jsonl: Path | None = None) -> list[Row]:
     """Every solution of every problem under path, in table order (and the files in `add`, judged in
     every problem folder selected, e.g. a kernel of one's own with --only). jobs > 1 runs that many
-    solutions' verdicts at once; timing runs (--timing) always run one at a time, after them. Where
-    the folder's reference needs the FP4 GEMM this GPU lacks, both sides run it emulated: ours with
-    --emulate-blackwell, the official evaluator with the FP4 shim (labelled)."""
+    solutions' verdicts at once, spread over this machine's GPUs; timing runs (--timing) always run
+    one at a time, after them. Where the folder's reference needs the FP4 GEMM this GPU lacks, both
+    sides run it emulated: ours with --emulate-blackwell, the official evaluator with the FP4 shim
+    (labelled). limit: seconds per side and solution. jsonl: every row appended as it is decided;
+    rows already there (same problem, solution file and --timing) are reused, not run again.
+    progress(row) is called for every row as it is decided (reused ones too)."""
     from concurrent.futures import ThreadPoolExecutor
 
     base = path.resolve()
@@ -267,28 +368,136 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
     for folder in find_problems(base):
         if only and not re.search(only, str(folder.relative_to(base.parent))):
             continue
-        emulate = needs_emulation(folder)
+        emulate = needs_emulation(folder) if our_layout(folder) is None else False
         work += [(folder, solution, emulate) for solution in find_solutions(folder)
                  if not solutions or re.search(solutions, str(solution.relative_to(folder)))]
         work += [(folder, Path(extra).resolve(), emulate) for extra in add]
 
-    def verdicts(item) -> Row:
-        folder, solution, emulate = item
-        side, evaluator = official(folder, solution, "test", False, emulate)
+    def key_of(item) -> tuple:
+        folder, solution, _ = item
         name = str(solution.relative_to(folder)) if solution.is_relative_to(folder) else str(solution)
-        row = Row(str(folder.relative_to(base.parent)), name, evaluator, side,
-                  ours(folder, solution, "test", emulate, False), emulate)
-        if progress:
-            progress(row)
+        return (str(folder.relative_to(base.parent)), name, sha256_of(solution), timing)
+
+    done = {row.key: row for row in read_rows(jsonl)} if jsonl else {}
+    lock = threading.Lock()
+    stopping = threading.Event()  # set on the way out: no new run starts, no row decided by the stop is kept
+    gpus = devices()
+    slots = list(range(max(1, jobs)))  # a job slot's GPU: slot % number of GPUs
+
+    def decide(item) -> Row:
+        folder, solution, emulate = item
+        problem, name, digest, _ = key_of(item)
+        with lock:
+            slot = slots.pop(0) if slots else 0
+        device = gpus[slot % len(gpus)]
+        try:
+            if stopping.is_set():
+                raise RuntimeError("conform was stopped")
+            side, evaluator = official(folder, solution, "test", False, emulate, limit, device)
+            if stopping.is_set():
+                raise RuntimeError("conform was stopped")
+            row = Row(problem, name, evaluator, side, ours(folder, solution, "test", emulate, False, limit, device),
+                      emulate, digest, timing)
+        finally:
+            with lock:
+                slots.append(slot)
         return row
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        rows = list(pool.map(verdicts, work))
-    for (folder, solution, emulate), row in zip(work, rows):
-        if timing and row.official.ran and row.official.passed and row.ours.passed:
-            row.official.means_ns = official(folder, solution, "benchmark", True, emulate)[0].means_ns
-            row.ours.means_ns = ours(folder, solution, "benchmark", emulate, True).means_ns
-    return rows
+    def record(row: Row) -> Row:
+        with lock:
+            if stopping.is_set():
+                return row
+            if jsonl:
+                append_row(jsonl, row)
+            if progress:
+                progress(row)
+        return row
+
+    rows: dict = {}
+    todo = []
+    for item in work:
+        key = key_of(item)
+        if key in done:
+            rows[key] = done[key]
+            if progress:
+                progress(done[key])
+        else:
+            todo.append(item)
+    # verdicts at once (jobs); the timing runs (--timing) after them, one at a time, so that no run
+    # times beside another (a row is then written once timed)
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        for item, row in zip(todo, pool.map(lambda item: decide(item) if timing else record(decide(item)), todo)):
+            rows[key_of(item)] = row
+    except BaseException:  # stopped (SIGTERM, Ctrl-C): the rows on disk stay, the runs under way end now
+        stopping.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop_children()
+        raise
+    pool.shutdown()
+    for item in todo if timing else ():
+        folder, solution, emulate = item
+        row = rows[key_of(item)]
+        if row.official.ran and row.official.passed and row.ours.passed:
+            row.official.means_ns = official(folder, solution, "benchmark", True, emulate, limit, gpus[0])[0].means_ns
+            row.ours.means_ns = ours(folder, solution, "benchmark", emulate, True, limit, gpus[0]).means_ns
+        record(row)
+    return [rows[key_of(item)] for item in work]
+
+
+def stop_children(grace: float = 5.0) -> None:
+    """End every run this process started (each is its own session: judges, official evaluators):
+    SIGTERM to each group (a judge closes its workers), SIGKILL after `grace`, then the workers a
+    judge killed outright left behind are swept."""
+    me = str(os.getpid())
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == me:
+            children.append(int(stat.parent.name))
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in children:
+            try:
+                os.killpg(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace
+        while sig == signal.SIGTERM and time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in children):
+            time.sleep(0.2)
+    try:
+        from eval.judge import channel
+
+        channel.sweep_dead()
+    except Exception:  # noqa: BLE001 - best effort on the way out
+        pass
+
+
+def append_row(jsonl: Path, row: Row) -> None:
+    """One row, one line, flushed to disk at once: a run stopped later keeps it."""
+    jsonl.parent.mkdir(parents=True, exist_ok=True)
+    with open(jsonl, "a") as out:
+        out.write(json.dumps(row.to_json()) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def read_rows(jsonl: Path) -> list[Row]:
+    """The rows a JSONL file holds (a line cut short by a stopped run is skipped; the last of a key wins)."""
+    rows = {}
+    try:
+        lines = jsonl.read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            row = Row.from_json(json.loads(line))
+        except (ValueError, TypeError):
+            continue
+        rows[row.key] = row
+    return list(rows.values())
 
 
 def verdict_text(side: Side) -> str:
@@ -297,10 +506,22 @@ def verdict_text(side: Side) -> str:
     return "pass" if side.passed else "fail"
 
 
+HEADER = ["problem", "solution", "official", "ours", "same", "ours/official", "evaluator", "reason"]
+
+
+def markdown_header() -> str:
+    return "| " + " | ".join(HEADER) + " |\n" + "|" + "---|" * len(HEADER)
+
+
+def markdown_row(row: Row) -> str:
+    """One row of the markdown table (streamed as it is decided)."""
+    return render([row], "markdown").splitlines()[-1]
+
+
 def render(rows: list[Row], fmt: str = "table") -> str:
     from eval.judge.text import for_markdown, one_line
 
-    header = ["problem", "solution", "official", "ours", "same", "ours/official", "evaluator", "reason"]
+    header = HEADER
     lines = []
     for r in rows:
         same = {True: "yes", False: "NO", None: "—"}[r.agree]
@@ -321,11 +542,34 @@ def render(rows: list[Row], fmt: str = "table") -> str:
     return "\n".join(out)
 
 
+def series_table(rows: list[Row], fmt: str = "table") -> str:
+    """Per series (the folder holding the problem folders): rows, same verdict, different, and where
+    only the official evaluator, only ours, or neither could run here."""
+    header = ["series", "rows", "same", "differ", "official cannot run", "ours cannot run", "cannot run both"]
+    lines = []
+    for series in sorted({r.series for r in rows}):
+        mine = [r for r in rows if r.series == series]
+        lines.append([series, len(mine), sum(r.agree is True for r in mine), sum(r.agree is False for r in mine),
+                      sum(not r.official.ran and r.ours.ran for r in mine),
+                      sum(r.official.ran and not r.ours.ran for r in mine),
+                      sum(not r.official.ran and not r.ours.ran for r in mine)])
+    total = ["all", *(sum(line[i] for line in lines) for i in range(1, len(header)))]
+    lines.append(total)
+    lines = [[str(c) for c in line] for line in lines]
+    if fmt == "markdown":
+        return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                          *("| " + " | ".join(line) + " |" for line in lines)])
+    widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
+    return "\n".join(["  ".join(h.ljust(w) for h, w in zip(header, widths)),
+                      *("  ".join(c.ljust(w) for c, w in zip(line, widths)) for line in lines)])
+
+
 def summary(rows: list[Row]) -> str:
     both = [r for r in rows if r.agree is not None]
     differ = [r for r in both if not r.agree]
-    alone = len(rows) - len(both)
+    alone = sum(1 for r in rows if not r.official.ran)
+    ours_alone = sum(1 for r in rows if r.official.ran and not r.ours.ran)
     emulated = sum(1 for r in both if r.evaluator.endswith(FP4_LABEL))
     return (f"{len(rows)} solution(s): {len(both) - len(differ)} same verdict, {len(differ)} different, "
-            f"{alone} where the official evaluator cannot run here"
+            f"{alone} where the official evaluator cannot run here, {ours_alone} where only ours cannot"
             + (f"; {emulated} of those compared ran the official evaluator with the FP4 GEMM emulated" if emulated else ""))

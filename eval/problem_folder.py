@@ -10,6 +10,7 @@ task.yml, if present, adds named case sets.
 Hooks of problem.py (all optional):
   NAME                         the problem's name in reports and charts
   INPUT_NAMES                  names of generate_input's tensors, in order (for reasons)
+  (indices count the tensors found anywhere in generate_input's result, depth first: flatten)
   WRITABLE_INPUTS              indices of those a kernel may write (beyond those ref_kernel writes)
   DISTRIBUTIONS, FULL_RANGE    the values `dist` may take; overrides giving every value the
   NARROW_NOTE                  format can hold (a kernel right only without them fails)
@@ -71,11 +72,12 @@ class Problem:
     def timing(self) -> "Timing":
         return declared_timing(self.root)
 
-    def input_name(self, index: int, keys: list | None = None) -> str:
-        names = self.hook("INPUT_NAMES")
-        if names and index < len(names):
-            return names[index]
-        return str(keys[index]) if keys and index < len(keys) else f"data[{index}]"
+    def input_name(self, index: int, names: list | None = None) -> str:
+        """problem.py's INPUT_NAMES for the index-th input tensor (flatten's order), else its path."""
+        declared = self.hook("INPUT_NAMES")
+        if declared and index < len(declared):
+            return declared[index]
+        return str(names[index]) if names and index < len(names) else f"data[{index}]"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,11 +239,80 @@ def current() -> Problem:
     return _CURRENT[0] if _CURRENT else use()
 
 
-def flatten(data) -> tuple[list, list | None]:
-    """The items of generate_input's result in the order the worker's compiled part sees them
-    (tuple/list items, dict values), and the dict's keys (None for a sequence)."""
-    if isinstance(data, dict):
-        return list(data.values()), list(data.keys())
-    if isinstance(data, (tuple, list)):
-        return list(data), None
-    raise ProblemError(f"generate_input returned a {type(data).__name__}: it must return a tuple, list or dict")
+def generate_seeded(generate, kwargs: dict):
+    """generate_input(**kwargs) with torch's global generators seeded from the case's seed first: a
+    generate_input that draws part of its input from the global RNG (bioml's trimul: its weights,
+    torch.randn without its generator) gives the same input in the judge and in the worker, as one
+    evaluator process hands one input to both the submission and the checker."""
+    import torch
+
+    torch.manual_seed(int(kwargs["seed"]) & ((1 << 63) - 1))
+    return generate(**kwargs)
+
+
+MAX_DEPTH = 32  # nesting followed into generate_input's result (native.cpp follows as deep)
+
+
+def _is_tensor(x) -> bool:
+    import torch
+
+    return isinstance(x, torch.Tensor)
+
+
+def flatten(data) -> tuple[list, list]:
+    """Every tensor anywhere in generate_input's result (or an output), in the order the worker's
+    compiled part sees them: depth first, tuple/list items in order, dict values in insertion order;
+    a single tensor is itself. Plain numbers, strings, None and config dicts beside the tensors are
+    followed or skipped, never counted. Returns (tensors, their names: `data[0]`, a top-level dict's
+    key, `weights['w1']`...)."""
+    leaves, names = [], []
+
+    def walk(x, name: str, depth: int) -> None:
+        if _is_tensor(x):
+            leaves.append(x)
+            names.append(name)
+        elif depth >= MAX_DEPTH:
+            return
+        elif isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, str(k) if depth == 0 else f"{name}[{k!r}]", depth + 1)
+        elif isinstance(x, (tuple, list)):
+            for i, v in enumerate(x):
+                walk(v, f"{name}[{i}]", depth + 1)
+
+    walk(data, "data", 0)
+    return leaves, names
+
+
+def replace_tensors(data, new: list):
+    """data with its tensors (flatten's order) replaced by new's, the structure and everything else
+    kept (a tuple subclass such as torch.return_types.geqrf rebuilt as its own type where it can be)."""
+    it = iter(new)
+
+    def walk(x, depth: int):
+        if _is_tensor(x):
+            return next(it)
+        if depth >= MAX_DEPTH:
+            return x
+        if isinstance(x, dict):
+            return type(x)((k, walk(v, depth + 1)) for k, v in x.items()) if type(x) is dict else \
+                {k: walk(v, depth + 1) for k, v in x.items()}
+        if isinstance(x, (tuple, list)):
+            items = [walk(v, depth + 1) for v in x]
+            if type(x) in (tuple, list):
+                return type(x)(items)
+            return rebuild_sequence(type(x), items)
+        return x
+
+    return walk(data, 0)
+
+
+def rebuild_sequence(kind: type, items: list):
+    """A tuple subclass of items: a namedtuple by position, a structseq (torch.return_types) from the
+    list, else a plain tuple (a list subclass: a plain list)."""
+    if issubclass(kind, list):
+        return list(items)
+    try:
+        return kind(*items) if hasattr(kind, "_fields") else kind(items)
+    except Exception:  # noqa: BLE001 - a class of the submission's: the checker gets a plain tuple
+        return tuple(items)

@@ -121,6 +121,7 @@ class RunRecord:
     static: list[str] = field(default_factory=list)  # kernelguard findings that only warn
     sol_source: dict = field(default_factory=dict)
     import_s: float | None = None  # the submission's import in its first worker, builds included (also when it failed)
+    cannot_run: str | None = None  # not judged: what this machine lacks ("helion (pip install helion)", "a CUDA GPU"; eval/needs.py)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

@@ -105,10 +105,10 @@ def table(record: RunRecord) -> str:
     console = Console(file=io.StringIO(), width=160, force_terminal=False, color_system=None)
     title = for_rich(f"{record.mode}: {record.submission}")
     if record.error:
-        console.print(f"{title}\nFAIL: {one_line(record.error)}", markup=False)
+        console.print(f"{title}\n{'' if record.cannot_run else 'FAIL: '}{one_line(record.error)}", markup=False)
         for line in notes(record):
             console.print(line, markup=False)
-        console.print("check: fail")
+        console.print("check: cannot run here" if record.cannot_run else "check: fail")
         return console.file.getvalue()
     if record.mode == "test":
         tab = Table(title=title, title_justify="left")
@@ -186,7 +186,7 @@ def markdown(record: RunRecord) -> str:
     lines = [f"**{record.mode}** {for_markdown(record.submission)} — {for_markdown(timer_note(record))}",
              *[f"_{for_markdown(line)}_" for line in notes(record) if line.startswith("EMULATED")], ""]
     if record.error:
-        return "\n".join(lines + [f"FAIL: {for_markdown(record.error)}"])
+        return "\n".join(lines + [f"{'' if record.cannot_run else 'FAIL: '}{for_markdown(record.error)}"])
     if record.mode == "test" or any(c.passed and c.stats is None for c in record.cases):  # test, profile
         lines += ["| case | status | reason |", "|---|---|---|"]
         lines += [f"| {for_markdown(c.label)} | {c.status} | {for_markdown(c.error or '')} |" for c in record.cases]

@@ -6,6 +6,7 @@ import ctypes
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import torch
 
@@ -122,3 +123,137 @@ def test_an_input_left_undefined_is_writable_even_when_two_generations_agree(mon
     finally:
         modes._PROFILES.clear()
         problem_folder.use(ROOT)
+
+
+# -- #37: every series' conventions (tests/problems/series) ------------------------------------------
+
+SERIES = ROOT / "tests" / "problems" / "series"
+
+
+def _conform(*args, tmp_path, timeout=900):
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results")}
+    env.pop(problem_folder.DIR_ENV, None)
+    return subprocess.run([sys.executable, "-m", "eval", "conform", *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_conform_on_every_convention_streams_resumes_and_limits_each_solution(tmp_path):
+    """Error-string and (ok, message) checkers, a single tensor in and a pair out, nested inputs with
+    plain values, files staged from another series (source ../../../conventions/...), a missing
+    package (cannot run here on both sides, never a failure), a hang (its row only, within its limit),
+    a folder of its own contract (a row all the same); each row in the markdown and the JSONL as it
+    is decided, the per-series table last, and a rerun reuses every row."""
+    from eval import conform
+
+    md, jsonl = tmp_path / "conform.md", tmp_path / "conform.jsonl"
+    out = _conform(SERIES, "--jobs", "3", "--limit", "60", "--format", "markdown", "-o", md, tmp_path=tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    rows = {(r.problem.split("/")[-1], r.solution): r for r in conform.read_rows(jsonl)}
+    assert len(rows) == 12, sorted(rows)
+    for name in ("older/strings", "borrowed/single_tensor", "borrowed/nested"):
+        folder = name.split("/")[-1]
+        right = rows[(folder, "submission.py")]
+        wrong = next(r for (f, s), r in rows.items() if f == folder and s.startswith("solutions/wrong/"))
+        assert (right.official.passed, right.ours.passed, right.agree) == (True, True, True), right
+        assert (wrong.official.ran, wrong.official.passed, wrong.ours.passed, wrong.agree) == (True, False, False, True), wrong
+    assert "mismatch: max difference" in rows[("strings", "solutions/wrong/off_by_one.py")].ours.reason  # the error string
+    package = rows[("needs_package", "submission.py")]
+    for side in (package.official, package.ours):
+        assert not side.ran and side.reason == "cannot run here: needs nosuchpkg_conform (pip install nosuchpkg-conform)"
+    hang = rows[("hang", "solutions/forever.py")]
+    assert not hang.official.ran and not hang.ours.ran and "60 s" in hang.ours.reason and "60 s" in hang.official.reason
+    assert rows[("hang", "submission.py")].agree is True  # the hang cost its own row only
+    own = rows[("own_contract", "submission.py")]
+    assert own.official.passed and not own.ours.ran and "no task.py" in own.ours.reason
+    assert rows[("no_tensor", "submission.py")].agree is True and rows[("no_tensor", "submission.py")].ours.passed
+    cuda = rows[("cuda_only", "submission.py")]
+    if not torch.cuda.is_available():
+        assert cuda.official.reason == cuda.ours.reason == "cannot run here: needs a CUDA GPU", cuda
+    text = md.read_text()
+    assert text.count("| series/") == 12 + 2 and "| series | rows | same | differ |" in text  # rows, then per series
+    assert out.stdout.rstrip().splitlines()[-1].startswith("| all | 12 |"), out.stdout[-1500:]
+    again = _conform(SERIES, "--jobs", "3", "--limit", "60", "--format", "markdown", "-o", md, tmp_path=tmp_path,
+                     timeout=120)
+    assert again.returncode == 0 and again.stdout.splitlines()[-1] == out.stdout.splitlines()[-1], again.stderr[-2000:]
+    assert len(jsonl.read_text().splitlines()) == 12  # nothing decided twice
+
+
+def test_structures_flatten_in_the_workers_order():
+    data = (torch.zeros(2), {"weights": {"w1": torch.ones(3), "w2": torch.ones(1)}, "config": {"dim": 4, "act": "relu"}},
+            [torch.zeros(5), 2, "note", None])
+    tensors, names = problem_folder.flatten(data)
+    assert [t.numel() for t in tensors] == [2, 3, 1, 5]
+    assert names == ["data[0]", "data[1]['weights']['w1']", "data[1]['weights']['w2']", "data[2][0]"]
+    assert problem_folder.flatten(torch.ones(4))[1] == ["data"]
+    assert problem_folder.flatten({"dim": 3, "eps": 1e-5}) == ([], [])  # no tensor: nothing to hash, no failure
+    copy = problem_folder.replace_tensors(data, [t + 1 for t in tensors])
+    assert copy[1]["config"] == data[1]["config"] and copy[2][1:] == [2, "note", None]
+    assert torch.equal(copy[1]["weights"]["w2"], torch.full((1,), 2.0)) and isinstance(copy[2], list)
+    geqrf = torch.geqrf(torch.eye(3))
+    rebuilt = problem_folder.replace_tensors(geqrf, list(geqrf))
+    assert type(rebuilt) is type(geqrf) and torch.equal(rebuilt.tau, geqrf.tau)
+
+
+def test_every_checker_convention():
+    from eval.judge.verdict import checker_verdict
+
+    assert checker_verdict((True, "fine")) == (True, "fine")
+    assert checker_verdict((False, "mismatch")) == (False, "mismatch")
+    assert checker_verdict("") == (True, "") and checker_verdict(None) == (True, "")
+    assert checker_verdict("mismatch found! 3 elements") == (False, "mismatch found! 3 elements")
+    assert checker_verdict(True) == (True, "") and checker_verdict(False)[0] is False
+    assert checker_verdict(torch.tensor(True)) == (True, "")
+
+
+def test_what_a_run_needs_that_this_machine_lacks(tmp_path):
+    from eval import needs
+
+    assert needs.what_is_missing("raised ModuleNotFoundError: No module named 'helion'", True) == \
+        "helion (pip install helion)"
+    assert needs.what_is_missing("ModuleNotFoundError: No module named 'cutlass.cute'", True) == \
+        "cutlass (pip install nvidia-cutlass-dsl)"
+    assert needs.what_is_missing("No module named 'json.foo'", False) is None  # the standard library's: a bug
+    (tmp_path / "mykernel.py").write_text("")
+    assert needs.what_is_missing("No module named 'mykernel'", False, tmp_path) is None  # its own, missing: its fault
+    assert needs.what_is_missing("AssertionError: Torch not compiled with CUDA enabled", False) == "a CUDA GPU"
+    assert needs.what_is_missing("AssertionError: Torch not compiled with CUDA enabled", True) is None
+    assert needs.what_is_missing("mismatch found! 3 elements differ", False) is None
+    assert needs.what_is_missing("raised OSError: CUDA_HOME environment variable is not set.", False) == "a CUDA GPU"
+    assert needs.what_is_missing("raised OSError: CUDA_HOME environment variable is not set.", True) == \
+        "the CUDA toolkit (nvcc; set CUDA_HOME)"
+    assert needs.what_is_missing("No CUDA GPU available. This script requires a GPU.", False) == "a CUDA GPU"
+
+
+def test_a_stopped_run_keeps_its_rows_ends_its_runs_and_a_rerun_resumes(tmp_path):
+    """SIGTERM while a solution hangs: the rows decided so far stay in the JSONL and the markdown,
+    the runs under way end with conform (no judge or evaluator left running), and a rerun decides
+    only what is missing."""
+    import signal
+    import time
+
+    from eval import conform
+
+    md, jsonl = tmp_path / "conform.md", tmp_path / "conform.jsonl"
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results")}
+    env.pop(problem_folder.DIR_ENV, None)
+    args = [sys.executable, "-m", "eval", "conform", str(SERIES), "--only", "hang", "--jobs", "2",
+            "--format", "markdown", "-o", str(md)]
+    proc = subprocess.Popen([*args, "--limit", "600"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and len(conform.read_rows(jsonl)) < 1:
+        time.sleep(2)
+    assert [r.solution for r in conform.read_rows(jsonl)] == ["submission.py"]
+    children = [int(p.parent.name) for p in Path("/proc").glob("[0-9]*/stat")
+                if p.read_text().rsplit(")", 1)[1].split()[1] == str(proc.pid)]
+    assert children  # the hanging solution's runs
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert all(not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+               for pid in children)
+    assert [r.solution for r in conform.read_rows(jsonl)] == ["submission.py"]  # nothing decided by the stop
+    assert "| series/borrowed/hang | submission.py | pass | pass | yes |" in md.read_text()
+    again = subprocess.run([*args, "--limit", "20"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    rows = conform.read_rows(jsonl)
+    assert len(rows) == 2 and len(jsonl.read_text().splitlines()) == 2 and "within 20 s" in rows[1].ours.reason

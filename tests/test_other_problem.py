@@ -155,3 +155,57 @@ def test_large_outputs_are_timed_in_several_replies(monkeypatch, tmp_path):
         assert len(samples) == 4 and calls == ["runs"] * 4
     finally:
         problem_folder.use(ROOT)
+
+
+# -- #37: structures, conventions and "cannot run here" (tests/problems/series) -----------------------
+
+SERIES = ROOT / "tests" / "problems" / "series"
+
+
+def test_nested_inputs_are_hashed_wherever_their_tensors_are():
+    """A weight modified in place inside a dict inside the input tuple is named by its path (the
+    earlier rule hashed top-level tensors only, and failed "hash_args names no tensor" on a dict)."""
+    out = cli("test", str(SERIES / "cheats" / "nested_in_place.py"), "--format", "json", problem=SERIES / "borrowed" / "nested")
+    assert out.returncode == 112 and "modified its input `data[1]['weights']['w_out']`" in out.stdout, \
+        out.stdout[-2000:] + out.stderr[-2000:]
+
+
+def test_a_missing_package_cannot_run_here_with_its_own_exit_code():
+    from eval import needs
+
+    out = cli("test", str(SERIES / "borrowed" / "needs_package" / "submission.py"), problem=SERIES / "borrowed" / "needs_package")
+    assert out.returncode == needs.EXIT_CANNOT_RUN, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "cannot run here: needs nosuchpkg_conform (pip install nosuchpkg-conform)" in out.stdout
+    assert "FAIL" not in out.stdout and "Traceback" not in out.stderr
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="needs a machine without a CUDA GPU")
+def test_a_cuda_only_reference_cannot_run_here_without_one():
+    from eval import needs
+
+    folder = SERIES / "borrowed" / "cuda_only"
+    out = cli("test", str(folder / "submission.py"), "--format", "json", problem=folder)
+    assert out.returncode == needs.EXIT_CANNOT_RUN and '"cannot_run": "a CUDA GPU"' in out.stdout, \
+        out.stdout[-2000:] + out.stderr[-2000:]
+
+
+REFK = ROOT / ".refk" / "problems"
+
+
+@pytest.mark.skipif(not (REFK / "linalg").is_dir(), reason="no reference-kernels checkout at .refk/problems")
+def test_the_leaderboards_linalg_and_pmpp_folders_give_a_verdict_or_say_what_they_need():
+    """Ours on the leaderboard's own folders (a checkout carried at .refk, read at run time only):
+    linalg's single-tensor input and (Q, L) / torch.geqrf outputs with utils.py from ../../pmpp_v2, a
+    verdict on the CPU; pmpp's CUDA-only references, "cannot run here: needs a CUDA GPU"."""
+    import torch
+
+    from eval import needs
+
+    for name in ("eigh_py", "qr_py"):
+        folder = REFK / "linalg" / name
+        out = cli("test", str(folder / "submission.py"), "--cases", "tests:0", problem=folder, timeout=900)
+        assert out.returncode == 0 and "check: pass" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+    if not torch.cuda.is_available():
+        folder = REFK / "pmpp" / "vectoradd_py"
+        out = cli("test", str(folder / "submission.py"), problem=folder)
+        assert out.returncode == needs.EXIT_CANNOT_RUN and "cannot run here: needs a CUDA GPU" in out.stdout, out.stdout

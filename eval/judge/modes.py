@@ -24,7 +24,8 @@ import torch
 
 from eval import problem_folder, results, sol
 from eval.cases import Case, ranking_by
-from eval.judge import blackwell, static_check, verdict
+from eval.judge import static_check, verdict
+from eval.judge.cannot_run import _missing_blackwell, explain_arch_failures, mark_cannot_run  # noqa: F401
 from eval.judge.runner import (  # noqa: F401 (re-exported: callers use modes.Options, modes.Runner, ...)
     HOST_BATCHES, HOST_CALLS, NO_LIMIT, SNAPSHOT_SLACK, CaseProfile, Options, Runner, _PROFILES, canaries,
     case_profile, describe_environment, reply_limit, runs_params)
@@ -85,33 +86,6 @@ def start_record(mode: str, submission: Path | None, runner: Runner, options: Op
     return record
 
 
-def explain_arch_failures(record: RunRecord) -> None:
-    """On a GPU older than the contest's: name the Blackwell-only feature behind a failure (the
-    original message moves to the detail)."""
-    env = record.environment
-    if not env.cuda_available or not record.submission:
-        return
-    try:
-        source = Path(record.submission).read_text(errors="replace")
-    except OSError:
-        return
-    emulated = bool(record.timing.emulated)
-    if emulated:  # the flag is on: what failed under emulation is the reason, never "add the flag"
-        feature = blackwell.find(source)
-        seen = f" (the source uses {feature.what}, line {feature.line}" + (
-            ", which emulation covers)" if feature.emulated else ", which emulation does not cover)") if feature else ""
-    for holder in [record, *record.cases]:
-        message = holder.error
-        if emulated and message and not message.startswith(("under --emulate-blackwell",) + blackwell.RAN):
-            holder.error = f"under --emulate-blackwell: {message}{seen}"
-            continue
-        reason = blackwell.explain(source, message or "", env.capability, env.gpu) if message else None
-        if reason:
-            holder.error = reason
-            if hasattr(holder, "detail"):
-                holder.detail = f"{message}\n{holder.detail}".strip()
-
-
 @contextlib.contextmanager
 def runner_for(submission: Path | None, options: Options, runner: Runner | None):
     """The given runner (the caller closes it: `make eval` tests and benchmarks in one worker), or
@@ -145,22 +119,10 @@ def run_each_case(mode: str, submission: Path | None, cases: list[Case], options
                     skipped.fail(f"not run: {case.label} failed for want of Blackwell (the same for every case)")
                     record.cases.append(skipped)
                 break
+    mark_cannot_run(record)
     record.passed = not record.error and bool(record.cases) and all(c.passed for c in record.cases)
     explain_arch_failures(record)
     return record
-
-
-def _missing_blackwell(record: RunRecord, result: CaseResult, options: Options) -> bool:
-    """A case failed the way a Blackwell-only file fails on an older GPU without the flag."""
-    env = record.environment
-    if options.emulate_blackwell or not env.cuda_available or not record.submission or not result.error:
-        return False
-    try:
-        source = Path(record.submission).read_text(errors="replace")
-    except OSError:
-        return False
-    return blackwell.explain(source, result.error, env.capability, env.gpu or "") is not None and \
-        blackwell.ARCH_FAILURE.search(result.error) is not None
 
 
 # -- test: the untimed anti-cheat calls -----------------------------------------------------------
@@ -185,6 +147,9 @@ def trial_steps(args: dict) -> list[dict]:
     return steps
 
 
+NO_INPUT_TENSOR = ("generate_input's result holds no tensor: no input is hashed or canaried for this case "
+                   "(the output is still checked on every call)")
+
 STEP_CONTEXT = (
     "",
     "wrong result when called again with new data in the same buffers (a result cached from an earlier call?): ",
@@ -196,6 +161,8 @@ def check_trial(runner: Runner, result: CaseResult, options: Options, config=Non
     """Run the trial steps in the worker and judge each here; the first wrong one fails the case.
     config: a tunable submission's launch configuration (run_with) instead of custom_kernel."""
     steps = trial_steps(result.args)
+    if not case_profile(result.args).items and NO_INPUT_TENSOR not in result.warnings:
+        result.warnings.append(NO_INPUT_TENSOR)
     params = {"cuda": torch.cuda.is_available(), "flush_l2_multiple": FLUSH_L2_MULTIPLE, "steps": steps}
     payload = {"args": result.args, "params": params}
     if config is not None:
@@ -228,15 +195,15 @@ def _modified_input(data, hashes: dict, args: dict) -> str | None:
     CaseProfile.outputs). Built to catch one cheat: work done on an input in place (decoded, reordered,
     partly reduced) that a later call on the same buffer would reuse; the reason says so."""
     problem = problem_folder.current()
-    items, keys = problem_folder.flatten(data)
+    items, names = problem_folder.flatten(data)
     writable = case_profile(args).outputs | set(problem.hook("WRITABLE_INPUTS", ()))
     for index, item in enumerate(items):
         if index in writable or not isinstance(item, torch.Tensor):
             continue
         if hashes.get(str(index)) != verdict.input_hash(item):
-            return (f"modified its input `{problem.input_name(index, keys)}` (work done in place on an input "
+            return (f"modified its input `{problem.input_name(index, names)}` (work done in place on an input "
                     f"carries over to the next call on that buffer): custom_kernel may write only its "
-                    f"output{_writable_names(problem, writable, keys)}")
+                    f"output{_writable_names(problem, writable, names)}")
     return None
 
 
@@ -406,6 +373,7 @@ def run_benchmarks(submission: Path, cases: list[Case], options: Options, leader
     if not record.error and options.baseline and record.environment.cuda_available:
         _add_baseline(record, options)
     finish_record(record, len(cases))
+    mark_cannot_run(record)
     explain_arch_failures(record)
     return record
 

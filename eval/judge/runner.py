@@ -140,7 +140,7 @@ def canaries(args: dict) -> list:
 @dataclasses.dataclass(frozen=True)
 class CaseProfile:
     """What the judge learns from the case's own input and one ref_kernel call on it."""
-    items: int  # entries of generate_input's result (tuple/list items, dict values)
+    items: int  # tensors of generate_input's result, found anywhere in it (problem_folder.flatten)
     reference_writes: frozenset  # the inputs ref_kernel writes (a pre-allocated output, as in vectoradd)
     output_bytes: int  # the size of ref_kernel's output
     # inputs a kernel may write: those ref_kernel writes; those whose contents generate_input leaves
@@ -165,7 +165,7 @@ def case_profile(args: dict) -> CaseProfile:
         del again
         out = verdict.reference().ref_kernel(data)
         written = frozenset(i for i, t in enumerate(items) if before[i] is not None and verdict.input_hash(t) != before[i])
-        outputs = out if isinstance(out, (tuple, list)) else [out]
+        outputs = problem_folder.flatten(out)[0]
         shapes = {tuple(t.shape) for t in outputs if isinstance(t, torch.Tensor)}  # dtype may differ (prefixsum)
         tensors = [i for i, t in enumerate(items) if isinstance(t, torch.Tensor)]
         last = {tensors[-1]} if tensors and tuple(items[tensors[-1]].shape) in shapes else set()

@@ -16,7 +16,7 @@ import secrets
 import numpy as np
 import torch
 
-from eval import problem_folder
+from eval import needs, problem_folder
 from eval.emulate import scaled_mm
 from eval.judge.wire import WorkerFailure
 from eval.judge.text import one_line
@@ -107,16 +107,20 @@ def generate(args: dict, seed: int, overrides: dict | None = None):
     from eval.cases import ConfigError
 
     try:
-        return problem_folder.current().reference.generate_input(**{**generate_args(args), **(overrides or {}),
-                                                                     "seed": int(seed)})
+        return problem_folder.generate_seeded(problem_folder.current().reference.generate_input,
+                                              {**generate_args(args), **(overrides or {}), "seed": int(seed)})
     except Exception as exc:  # noqa: BLE001 - the problem's code, whatever it raises
+        lacking = needs.what_is_missing(f"{type(exc).__name__}: {exc}", torch.cuda.is_available())
+        if lacking:  # not the problem's fault, nor the submission's: not judged here
+            raise WorkerFailure(f"{needs.PREFIX}needs {lacking} (the problem's generate_input: "
+                                f"{type(exc).__name__}: {one_line(str(exc))[:120]})") from None
         where = "" if torch.cuda.is_available() else " (this machine has no CUDA GPU: run it on one)"
         raise ConfigError(f"the problem's generate_input failed for case {generate_args(args)}: "
                           f"{type(exc).__name__}: {one_line(str(exc))[:200]}{where}") from None
 
 
 def tensors_of(data) -> list:
-    """generate_input's items in the worker's order (tuple/list items, dict values)."""
+    """Every tensor of generate_input's result, in the worker's order (problem_folder.flatten)."""
     return problem_folder.flatten(data)[0]
 
 
@@ -209,16 +213,25 @@ def input_hash(t: torch.Tensor) -> str:
 
 @dataclasses.dataclass
 class Output:
-    tensor: torch.Tensor | None
+    tensor: object  # a tensor, or the structure of tensors (tuple, list, dict) custom_kernel returned
     problem: str = ""
+
+    @property
+    def tensors(self) -> list:
+        return problem_folder.flatten(self.tensor)[0]
 
 
 def rebuild(entry: dict | None, blob: bytes) -> Output:
-    """The output tensor a snapshot describes, on the judge's device (where the inputs are)."""
+    """The output a snapshot describes, on the judge's device (where the inputs are): one tensor, or
+    the tuple/list/dict of them (nested any way) custom_kernel returned, its tensors each rebuilt."""
     if entry is None:
         return Output(None, "no output snapshot")
     if entry.get("problem"):
         return Output(None, one_line(entry["problem"]))
+    if "parts" in entry:
+        return _rebuild_structure(entry, blob)
+    if "value" in entry:  # custom_kernel returned a plain number, string or None
+        return Output(entry["value"])
     dtype = DTYPES.get(entry.get("dtype"))
     if dtype is None:
         return Output(None, f"output dtype {one_line(entry.get('dtype'), 40)} is not one the judge compares")
@@ -240,18 +253,74 @@ def rebuild(entry: dict | None, blob: bytes) -> Output:
     return Output(tensor.to(device()))
 
 
-def _like_output(t, out: torch.Tensor) -> bool:
-    return isinstance(t, torch.Tensor) and t.shape == out.shape and t.dtype == out.dtype
+SEQUENCES = {"tuple": tuple, "list": list}
 
 
-def _check(data, output: torch.Tensor) -> tuple[bool, str]:
-    """The problem's own check_implementation, on a view of data whose tensors shaped like the
-    output are copies: a reference that writes its result into the output buffer (as the
+def _rebuild_structure(entry: dict, blob: bytes) -> Output:
+    parts = []
+    for part in entry["parts"]:
+        if isinstance(part, dict) and "value" in part:  # a plain number, string or None beside the tensors
+            parts.append(part["value"])
+            continue
+        rebuilt = rebuild(part, blob)
+        if rebuilt.problem:
+            return rebuilt
+        parts.append(rebuilt.tensor)
+    kind = entry.get("kind")
+    if kind == "dict":
+        keys = entry.get("keys") or []
+        if len(keys) != len(parts):
+            raise Tampered("reply failed authentication: output keys")
+        return Output(dict(zip(keys, parts)))
+    if kind not in SEQUENCES:
+        raise Tampered("reply failed authentication: output structure")
+    return Output(_sequence(kind, entry.get("type") or "", parts))
+
+
+def _sequence(kind: str, type_name: str, parts: list):
+    """A torch.return_types result (torch.geqrf's, torch.linalg.eigh's) as its own type, so that a
+    checker reading .Q or .tau finds it; any other sequence as a plain tuple or list."""
+    prefix = "torch.return_types."
+    if kind == "tuple" and type_name.startswith(prefix):
+        made = getattr(torch.return_types, type_name[len(prefix):], None)
+        if isinstance(made, type) and issubclass(made, tuple):
+            return problem_folder.rebuild_sequence(made, parts)
+    return SEQUENCES[kind](parts)
+
+
+def checker_verdict(result) -> tuple[bool, str]:
+    """check_implementation's answer in every convention the leaderboard's evaluators have read:
+    (ok, message) (pmpp_v2, nvidia, linalg...); an error string, '' or None for a match (pmpp, the
+    first series: `if error:`); a bare bool. Anything else: falsy is a match, else its text is the
+    reason (the older evaluators' `if error:` reading)."""
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], (bool, int, np.bool_)):
+        return bool(result[0]), "" if result[1] is None else str(result[1])
+    if isinstance(result, (bool, np.bool_)):
+        return bool(result), "" if result else "check_implementation returned False"
+    if result is None or isinstance(result, str):
+        return not result, result or ""
+    if isinstance(result, torch.Tensor) and result.numel() == 1:
+        return bool(result.item()), "" if result.item() else "check_implementation returned False"
+    return not result, "" if not result else one_line(str(result))
+
+
+def check(data, output) -> tuple[bool, str]:
+    """The problem's own check_implementation on (data, output), its answer read by checker_verdict."""
+    return checker_verdict(reference().check_implementation(data, output))
+
+
+def _like_output(t, out: list) -> bool:
+    return isinstance(t, torch.Tensor) and any(t.shape == o.shape and t.dtype == o.dtype for o in out)
+
+
+def _check(data, output) -> tuple[bool, str]:
+    """The problem's own check_implementation, on a view of data whose tensors shaped like an
+    output tensor are copies: a reference that writes its result into the output buffer (as the
     leaderboard's vectoradd does) must not change the judge's inputs for later runs."""
-    items, keys = problem_folder.flatten(data)
-    items = [t.clone() if _like_output(t, output) else t for t in items]
-    shielded = dict(zip(keys, items)) if keys is not None else type(data)(items) if isinstance(data, list) else tuple(items)
-    return reference().check_implementation(shielded, output)
+    outs = problem_folder.flatten(output)[0]
+    items, _ = problem_folder.flatten(data)
+    shielded = problem_folder.replace_tensors(data, [t.clone() if _like_output(t, outs) else t for t in items])
+    return check(shielded, output)
 
 
 def judge_output(data, entry: dict, blob: bytes, synced: dict | None = None) -> str | None:
@@ -259,8 +328,10 @@ def judge_output(data, entry: dict, blob: bytes, synced: dict | None = None) -> 
     out = rebuild(entry, blob)
     if out.problem:
         return out.problem
-    items, keys = problem_folder.flatten(data)
-    prefilled = next((i for i, t in enumerate(items) if _like_output(t, out.tensor) and torch.equal(out.tensor, t)), None)
+    items, names = problem_folder.flatten(data)
+    outs = out.tensors
+    prefilled = next((i for i, t in enumerate(items) for o in outs
+                      if _like_output(t, [o]) and torch.equal(o, t)), None) if outs else None
     good, message = _check(data, out.tensor)
     if good:
         return None
@@ -269,5 +340,5 @@ def judge_output(data, entry: dict, blob: bytes, synced: dict | None = None) -> 
         if not later.problem and _check(data, later.tensor)[0]:
             return NOT_COMPLETE
     if prefilled is not None:
-        return PREFILLED.format(problem_folder.current().input_name(prefilled, keys))
+        return PREFILLED.format(problem_folder.current().input_name(prefilled, names))
     return message

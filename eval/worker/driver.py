@@ -117,7 +117,9 @@ class Worker:
 
         generate = self.reference.generate_input
         args = generate_args(args)
-        return lambda seed, overrides=None: generate(**{**args, **(overrides or {}), "seed": int(seed)})
+        from eval.problem_folder import generate_seeded
+
+        return lambda seed, overrides=None: generate_seeded(generate, {**args, **(overrides or {}), "seed": int(seed)})
 
     # -- ops: each ends in exactly one reply ---------------------------------------------------
     def op_hello(self, nonce: str, request: dict) -> None:

@@ -80,6 +80,12 @@ static int readable(const uint8_t* p, size_t n) {
 // Output snapshot: the bytes of the storage span the tensor covers, and how to view them.
 struct Snap {
   std::string problem;  // non-empty: not a usable output
+  // a structure (custom_kernel returned a tuple, list or dict of tensors, nested any way): its kind
+  // ("tuple", "list", "dict"), the type's name (torch.return_types.geqrf), dict keys, one Snap per
+  // item; a plain number, string or None item is kept as its JSON text (value)
+  std::string kind, type_name, value;
+  std::vector<std::string> keys;
+  std::vector<Snap> parts;
   std::string dtype;
   std::vector<int64_t> sizes, strides;
   int64_t offset = 0;   // element offset inside the copied span
@@ -91,7 +97,83 @@ struct Snap {
 
 static const size_t MAX_OUTPUT_SPAN = (size_t)1 << 30;
 
-static Snap describe_output(PyObject* o) {
+static Snap describe_tensor(PyObject* o);
+
+// A value beside the tensors of a returned structure, as JSON text (no Python code runs: exact
+// types only); empty when it is not one of those.
+static std::string plain_value(PyObject* o) {
+  if (o == Py_None) return "null";
+  if (o == Py_True) return "true";
+  if (o == Py_False) return "false";
+  if (PyLong_CheckExact(o)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (!overflow) return std::to_string(v);
+  }
+  if (PyFloat_CheckExact(o)) {
+    double v = PyFloat_AS_DOUBLE(o);
+    if (std::isfinite(v)) { char b[40]; snprintf(b, sizeof b, "%.17g", v); return b; }
+  }
+  if (PyUnicode_CheckExact(o)) {
+    Py_ssize_t n = 0;
+    const char* u = PyUnicode_AsUTF8AndSize(o, &n);
+    if (u && n <= 4096) return Json::esc(std::string(u, n));
+    PyErr_Clear();
+  }
+  return "";
+}
+
+static Snap describe_output(PyObject* o, int depth) {
+  Snap s;
+  bool tuple = PyTuple_Check(o), list = PyList_Check(o), dict = PyDict_Check(o);
+  if (!PyObject_TypeCheck(o, (PyTypeObject*)S.tensor_type) && !(tuple || list || dict)) {
+    s.value = plain_value(o);  // a plain number (a reduction's result as a Python float): kept as its JSON text
+    if (!s.value.empty()) return s;
+  }
+  if (PyObject_TypeCheck(o, (PyTypeObject*)S.tensor_type) || !(tuple || list || dict)) return describe_tensor(o);
+  if (depth >= MAX_DEPTH) { s.problem = "output is nested too deep"; return s; }
+  s.kind = tuple ? "tuple" : list ? "list" : "dict";
+  s.type_name = Py_TYPE(o)->tp_name;
+  std::vector<PyObject*> items;
+  if (tuple) for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++) items.push_back(PyTuple_GET_ITEM(o, i));
+  if (list) for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o); i++) items.push_back(PyList_GET_ITEM(o, i));
+  if (dict) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(o, &pos, &key, &value)) {
+      if (!PyUnicode_CheckExact(key)) { s.problem = "output is a dict with a key that is not a string"; return s; }
+      Py_ssize_t n = 0;
+      const char* u = PyUnicode_AsUTF8AndSize(key, &n);
+      if (!u) { PyErr_Clear(); s.problem = "output is a dict with an unreadable key"; return s; }
+      s.keys.emplace_back(u, n);
+      items.push_back(value);
+    }
+  }
+  if (items.size() > 4096) { s.problem = "output holds more than 4096 items"; return s; }
+  for (size_t i = 0; i < items.size(); i++) {
+    bool inner = PyObject_TypeCheck(items[i], (PyTypeObject*)S.tensor_type) || PyTuple_Check(items[i]) ||
+                 PyList_Check(items[i]) || PyDict_Check(items[i]);
+    Snap part;
+    if (!inner) {
+      part.value = plain_value(items[i]);
+      if (part.value.empty()) part.problem = std::string("output item is a ") + Py_TYPE(items[i])->tp_name;
+    } else {
+      part = describe_output(items[i], depth + 1);
+    }
+    if (!part.problem.empty()) {
+      s.problem = "output[" + (dict ? s.keys[i] : std::to_string(i)) + "]: " + part.problem;
+      s.parts.clear();
+      return s;
+    }
+    if (!s.src && part.src) s.src = part.src;  // the first tensor's: whether two outputs share a buffer
+    s.parts.push_back(std::move(part));
+  }
+  return s;
+}
+
+static Snap describe_output(PyObject* o) { return describe_output(o, 0); }
+
+static Snap describe_tensor(PyObject* o) {
   Snap s;
   s.problem = plain_tensor_problem(o);
   if (!s.problem.empty()) return s;
@@ -121,6 +203,7 @@ static Snap describe_output(PyObject* o) {
 // Queue the copy of the output's bytes on the stream now (GPU) or copy them now (CPU, after the
 // kernel's read test). Called in a quiet window only.
 static void snapshot(Snap& s) {
+  for (Snap& part : s.parts) snapshot(part);
   if (!s.problem.empty() || s.span == 0) return;
   s.bytes.resize(s.span);
   if (s.cuda) {
@@ -133,10 +216,33 @@ static void snapshot(Snap& s) {
   }
 }
 
+// All the bytes a snapshot copied (a structure's parts one after another, as snap_json places them).
+static std::string snap_bytes(const Snap& s) {
+  if (s.kind.empty()) return s.bytes;
+  std::string all;
+  for (const Snap& part : s.parts) all += snap_bytes(part);
+  return all;
+}
+
 static std::string snap_json(const Snap& s, size_t blob_offset) {
   Json j;
   if (!s.problem.empty()) {
     j.o << "{\"problem\":" << Json::esc(s.problem) << "}";
+    return j.o.str();
+  }
+  if (!s.value.empty()) {
+    j.o << "{\"value\":" << s.value << "}";
+    return j.o.str();
+  }
+  if (!s.kind.empty()) {
+    j.o << "{\"kind\":\"" << s.kind << "\",\"type\":" << Json::esc(s.type_name) << ",\"keys\":[";
+    for (size_t i = 0; i < s.keys.size(); i++) j.o << (i ? "," : "") << Json::esc(s.keys[i]);
+    j.o << "],\"parts\":[";
+    for (size_t i = 0; i < s.parts.size(); i++) {
+      j.o << (i ? "," : "") << snap_json(s.parts[i], blob_offset);
+      blob_offset += snap_bytes(s.parts[i]).size();
+    }
+    j.o << "]}";
     return j.o.str();
   }
   j.o << "{\"dtype\":" << Json::esc(s.dtype) << ",\"sizes\":" << json_list(s.sizes) << ",\"strides\":"

@@ -62,22 +62,28 @@ static View view_of(const at::Tensor& t) {
   return v;
 }
 
-// The tensors of an input, in the judge's order: the items of a tuple or list, the values of a dict
-// (insertion order); anything else in those places (scalars, None) is a hole.
-static std::vector<View> input_views(py::handle data, bool cuda_expected) {
-  PyObject* o = data.ptr();
-  std::vector<PyObject*> items;
-  if (PyTuple_CheckExact(o)) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++) items.push_back(PyTuple_GET_ITEM(o, i));
-  } else if (PyList_CheckExact(o)) {
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o); i++) items.push_back(PyList_GET_ITEM(o, i));
-  } else if (PyDict_CheckExact(o)) {
+// The tensors of an input, in the judge's order (eval/problem_folder.py flatten): every tensor
+// anywhere in it, depth first, tuple/list items in order, dict values in insertion order; a single
+// tensor is itself. Anything else (numbers, strings, None, config dicts' values) is not counted.
+static const int MAX_DEPTH = 32;  // as problem_folder.MAX_DEPTH
+
+static void tensor_leaves(PyObject* o, int depth, std::vector<PyObject*>& out) {
+  if (PyObject_TypeCheck(o, (PyTypeObject*)S.tensor_type)) { out.push_back(o); return; }
+  if (depth >= MAX_DEPTH) return;
+  if (PyTuple_Check(o)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++) tensor_leaves(PyTuple_GET_ITEM(o, i), depth + 1, out);
+  } else if (PyList_Check(o)) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o); i++) tensor_leaves(PyList_GET_ITEM(o, i), depth + 1, out);
+  } else if (PyDict_Check(o)) {
     PyObject *key, *value;
     Py_ssize_t pos = 0;
-    while (PyDict_Next(o, &pos, &key, &value)) items.push_back(value);
-  } else {
-    throw std::runtime_error("generate_input must return a tuple, list or dict");
+    while (PyDict_Next(o, &pos, &key, &value)) tensor_leaves(value, depth + 1, out);
   }
+}
+
+static std::vector<View> input_views(py::handle data, bool cuda_expected) {
+  std::vector<PyObject*> items;
+  tensor_leaves(data.ptr(), 0, items);
   std::vector<View> views;
   for (PyObject* item : items) {
     if (!is_plain_tensor(item)) { views.push_back(View{}); continue; }

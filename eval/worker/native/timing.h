@@ -176,10 +176,10 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
       runs_json << (i ? "," : "") << "{\"seed\":" << seeds[i] << ",\"canary\":" << canary_json(plans[i]);
       if (check) {
         runs_json << ",\"out\":" << snap_json(outs[i].now, blob.size());
-        blob += outs[i].now.bytes;
-        if (outs[i].now.problem.empty() && outs[i].synced.bytes != outs[i].now.bytes) {
+        blob += snap_bytes(outs[i].now);
+        if (outs[i].now.problem.empty() && snap_bytes(outs[i].synced) != snap_bytes(outs[i].now)) {
           runs_json << ",\"synced\":" << snap_json(outs[i].synced, blob.size());
-          blob += outs[i].synced.bytes;
+          blob += snap_bytes(outs[i].synced);
         }
       }
       runs_json << "}";
@@ -239,13 +239,13 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
           bool later = false;
           for (int64_t j = i + 1; j < n && sn.problem.empty(); j++) {
             Snap other = describe_output(outs[j].ptr());
-            later = later || (other.problem.empty() && other.src == sn.src);
+            later = later || (other.problem.empty() && other.src && other.src == sn.src);
           }
           if (!later) {
             snapshot(sn);
             if (cuda) ck(D.cuStreamSynchronize(nullptr), "snapshot");
             host_json << ",\"out\":" << snap_json(sn, blob.size());
-            blob += sn.bytes;
+            blob += snap_bytes(sn);
           }
         }
         host_json << "}";

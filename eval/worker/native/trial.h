@@ -47,7 +47,8 @@ static void trial(const std::string& nonce, py::object kernel, py::object make_i
     std::vector<Region> rs = regions_of(step["canary"]);
     py::object fresh = make_input(py::int_(seed), overrides);
     std::vector<View> fresh_views = input_views(fresh, cuda);
-    if (reuse && data) {  // same buffers, new contents
+    // same buffers, new contents; an input without a tensor has no buffer to reuse: the new one is called
+    if (reuse && data && !fresh_views.empty()) {
       if (fresh_views.size() != views.size()) throw std::runtime_error("inputs changed structure");
       device_sync(cuda);
       for (size_t a = 0; a < views.size(); a++) {
@@ -67,10 +68,10 @@ static void trial(const std::string& nonce, py::object kernel, py::object make_i
     echo << (i ? "," : "") << "{\"seed\":" << seed << ",\"reuse\":" << (reuse ? "true" : "false")
          << ",\"hash_args\":" << json_list(hash_args) << ",\"canary\":" << regions_json(rs) << "}";
     sj << (i ? "," : "") << "{\"canary\":" << canary_json(plan) << ",\"out\":" << snap_json(o.now, blob.size());
-    blob += o.now.bytes;
+    blob += snap_bytes(o.now);
     if (o.now.problem.empty()) {
       sj << ",\"synced\":" << snap_json(o.synced, blob.size());
-      blob += o.synced.bytes;
+      blob += snap_bytes(o.synced);
     }
     sj << ",\"hashes\":{";
     for (size_t k = 0; k < hash_args.size(); k++) {

@@ -1,0 +1,3 @@
+import torch
+input_t = object
+output_t = object

@@ -1,0 +1,3 @@
+def custom_kernel(data):
+    a, b = data
+    return a + b

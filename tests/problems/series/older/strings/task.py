@@ -1,0 +1,3 @@
+import torch
+input_t = tuple
+output_t = torch.Tensor
