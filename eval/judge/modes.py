@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from eval import problem_folder, results, sol
+from eval import problem_folder, progress, results, sol
 from eval.cases import Case, ranking_by
 from eval.judge import blackwell, static_check, verdict
 from eval.judge.channel import DEFAULT_LOAD_TIMEOUT_S, Reply, WorkerFailure, WorkerProcess  # noqa: F401 (re-exported)
@@ -51,6 +51,8 @@ class Options:
     fail_narrow: bool = False
     emulate_blackwell: bool = False  # exact stand-ins for Blackwell-only calls (eval/worker/emulation.py)
     log_dir: Path = results.RESULTS_DIR / "logs"
+    budget: dict | None = None  # {"warmup": (runs, ns), "case": (runs, ns)} instead of the evaluator's (`run` on CPU)
+    host_cost: bool = True  # the back-to-back calls of the host-cost column
 
 
 SNAPSHOT_SLACK = 16  # an output may be a view into a buffer this many times its size (or 1 MiB)
@@ -84,6 +86,8 @@ class Runner:
 
     def ensure(self) -> dict:
         if not self.worker.alive():
+            progress.phase(f"starting a worker: importing {Path(self.submission).name if self.submission else 'the harness'}"
+                           " (builds included)")
             self.info = self.worker.start(self.options.load_timeout, import_timeout=self.options.timeout)
         return self.info
 
@@ -222,16 +226,21 @@ def run_each_case(mode: str, submission: Path | None, cases: list[Case], options
                   runner: Runner | None = None) -> RunRecord:
     """call(runner, case_result) fills in one case; a failing case is recorded with its reason and
     the others still run. `passed` when every case passed."""
-    with runner_for(submission, options, runner) as runner:
+    with runner_for(submission, options, runner) as runner, progress.steps(len(cases), mode) as step:
         record = start_record(mode, submission, runner, options)
-        for case in cases if not record.error else []:
-            result = new_case(case, options)
-            try:
-                call(runner, result)
-            except WorkerFailure as failure:
-                result.fail(failure.reason, failure.detail)
-            record.cases.append(result)
-    record.passed = not record.error and bool(record.cases) and all(c.passed for c in record.cases)
+        record.specs = [c.spec for c in cases]
+        try:
+            for case in cases if not record.error else []:
+                step(case.label)
+                result = new_case(case, options)
+                try:
+                    call(runner, result)
+                except WorkerFailure as failure:
+                    result.fail(failure.reason, failure.detail)
+                record.cases.append(result)
+        except (KeyboardInterrupt, SystemExit) as stop:
+            mark_incomplete(record, stop, len(cases))
+    record.passed = not record.incomplete and not record.error and bool(record.cases) and all(c.passed for c in record.cases)
     explain_arch_failures(record)
     return record
 
@@ -360,6 +369,14 @@ def _writable_names(problem, writable: set, keys) -> str:
     return f" ({', '.join(names)})" if names else ""
 
 
+def mark_incomplete(record: RunRecord, stop: BaseException, expected: int) -> None:
+    """Ctrl-C or SIGTERM (a `timeout` around the command) mid-run: what was measured is kept, the
+    record says it is incomplete, and the command exits with the signal's code after writing it."""
+    how = "interrupted (Ctrl-C)" if isinstance(stop, KeyboardInterrupt) else f"stopped (exit {stop.code})"
+    record.incomplete = f"{how} after {len(record.cases)} of {expected} case(s)"
+    record.exit_code = 130 if isinstance(stop, KeyboardInterrupt) else int(stop.code or 1)
+
+
 def run_tests(submission: Path, cases: list[Case], options: Options, runner: Runner | None = None) -> RunRecord:
     return run_each_case("test", submission, cases, options,
                          lambda runner, result: check_trial(runner, result, options), runner)
@@ -376,7 +393,7 @@ def runs_params(args: dict, options: Options, budget: tuple, fresh_seeds: bool, 
         "canary": canaries(args) if check else [], "check": check, "seed": int(args["seed"]),
         "fresh_seeds": fresh_seeds, "batch": options.batch if options.method == "batched" else 1,
         "max_repeats": int(max_repeats), "max_time_ns": float(max_time_ns), "wall_cap_ns": float(options.wall_cap_s) * 1e9,
-        "host_calls": host_calls,
+        "host_calls": host_calls if options.host_cost else 0,
     }
 
 
@@ -468,9 +485,10 @@ def run_benchmarks(submission: Path, cases: list[Case], options: Options, leader
     """The leaderboard's benchmark (or leaderboard) mode. Leaderboard mode runs the anti-cheat
     checks on every case first and draws a new input every timed run; it stops at the first failure
     as the leaderboard does."""
-    budget = budgets(leaderboard)
+    budget = options.budget or budgets(leaderboard)
     with runner_for(submission, options, runner) as runner:
         record = start_record("leaderboard" if leaderboard else "benchmark", submission, runner, options)
+        record.specs = [c.spec for c in cases]
         if not record.error and record.environment.cuda_available:
             from eval import baselines
 
@@ -479,8 +497,11 @@ def run_benchmarks(submission: Path, cases: list[Case], options: Options, leader
             except WorkerFailure as failure:
                 record.error = f"cannot measure this GPU's floors: {failure.reason}"
         if not record.error:
-            _benchmark_cases(runner, record, cases, options, budget, leaderboard)
-    if not record.error and options.baseline and record.environment.cuda_available:
+            try:
+                _benchmark_cases(runner, record, cases, options, budget, leaderboard)
+            except (KeyboardInterrupt, SystemExit) as stop:
+                mark_incomplete(record, stop, len(cases))
+    if not record.error and not record.incomplete and options.baseline and record.environment.cuda_available:
         _add_baseline(record, options)
     finish_record(record, len(cases))
     explain_arch_failures(record)
@@ -500,9 +521,16 @@ def budgets(leaderboard: bool) -> dict:
 
 def _benchmark_cases(runner: Runner, record: RunRecord, cases: list[Case], options: Options, budget: dict,
                      leaderboard: bool) -> None:
+    progress.phase(f"warm-up: untimed runs of {cases[0].label}")
     _warm_up(runner, new_case(cases[0], options), options, budget["warmup"])
     floors = sol.cached_floors(record.environment)
+    with progress.steps(len(cases), "timed runs") as step:
+        _time_cases(runner, record, cases, options, budget, leaderboard, floors, step)
+
+
+def _time_cases(runner, record, cases, options, budget, leaderboard, floors, step) -> None:
     for case in cases:
+        step(case.label)
         result = new_case(case, options)
         try:
             # the leaderboard's obligatory correctness call before each case's timing (benchmark and
@@ -552,7 +580,7 @@ def _add_baseline(record: RunRecord, options: Options) -> None:
 
 def finish_record(record: RunRecord, expected_cases: int) -> None:
     means = [c.stats.mean for c in record.cases if c.passed and c.stats]
-    record.passed = len(means) == expected_cases and expected_cases > 0
+    record.passed = len(means) == expected_cases and expected_cases > 0 and not record.incomplete
     record.geomean_ns = score(means, ranking_by()) if record.passed else None  # the score (task.yml's ranking_by)
 
 
