@@ -281,7 +281,7 @@ def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_n
     """`make eval`: test on task.yml's tests, then benchmark; SUB defaults to the best runnable here.
     Without CUDA the benchmark is reduced (shapes.yaml's `cpu` set, at most 10 timed runs per case)
     unless --full or --cases is given."""
-    sub = sub or best_runnable()
+    sub = sub or _relative(best_runnable())
     click.echo(f"submission: {sub}", err=True)
     options = make_options(method, batch, gap_us, timeout, dist, fail_narrow, emulate_blackwell)
     reduced = not full and case_set is None and not _cuda()
@@ -506,6 +506,14 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_add
     click.echo(batch_view.standings(board))
     click.echo(f"{sum(e['passed'] for e in board)} of {len(board)} passed; verdicts: {output}")
     sys.exit(0 if board and all(e["passed"] for e in board) else EXIT_FAIL)
+
+
+def _relative(path: Path) -> Path:
+    """A path under the current folder as a relative one (shorter titles)."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd())
+    except ValueError:
+        return Path(path)
 
 
 def _cuda() -> bool:
