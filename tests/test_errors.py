@@ -4,6 +4,7 @@ Each bad input here is one a new user typed (issue #38), or one like it for anot
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,40 @@ import pytest
 from conftest import HAS_CUDA, ROOT
 
 SUB = "submission/torch_ref.py"
+
+
+@pytest.fixture
+def inproc(monkeypatch, capsys):
+    """The command line in this process (no interpreter and torch import per call): (exit code,
+    stdout, stderr). State the command sets up (the secret seed, the problem folder, SIGTERM's
+    handler) is reset around each call."""
+    from eval import cases, cli, problem_folder
+
+    monkeypatch.chdir(ROOT)
+    term = signal.getsignal(signal.SIGTERM)
+
+    def call(*args, env=None):
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        cases._SECRET.clear()
+        os.environ.pop(problem_folder.DIR_ENV, None)
+        capsys.readouterr()
+        try:
+            cli.cli(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            signal.signal(signal.SIGTERM, term)
+            cases._SECRET.clear()
+            for key in env or {}:
+                monkeypatch.delenv(key, raising=False)
+            os.environ.pop(problem_folder.DIR_ENV, None)  # what --problem set (not monkeypatch's to restore)
+            problem_folder.use(None)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return call
 
 
 def run_cli(*args, env=None, cwd=ROOT, timeout=300, pass_fds=()):
@@ -66,18 +101,17 @@ CASES = [
     (["conform", "/nonexistent"], "does not exist"),
     (["nosuchcommand"], "No such command"),
     (["--problem", "/nonexistent", "test", SUB], "problem folder /nonexistent does not exist"),
-    (["--problem", "{file}", "test", SUB], "is not a folder"),
+    (["--problem", "{file}", "test", SUB], "is a file"),
     (["--problem", "{empty_task}", "test", SUB], "task.yml is empty"),
 ]
 
 
 @pytest.mark.parametrize("args,words", CASES, ids=[" ".join(a) for a, _ in CASES])
-def test_a_usage_error_is_one_line_and_exit_2(args, words, folders):
-    args = [a.format(**folders) for a in args]
-    done = run_cli(*args)
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert done.returncode == 2, done.stderr
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+def test_a_usage_error_is_one_line_and_exit_2(args, words, folders, inproc):
+    code, out, err = inproc(*[a.format(**folders) for a in args])
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and "Traceback" not in err, err
     assert lines[0].startswith("error: ") and words in lines[0], lines[0]
 
 
@@ -85,27 +119,27 @@ def test_a_usage_error_is_one_line_and_exit_2(args, words, folders):
                                        ({"POPCORN_FD": "abc"}, "POPCORN_FD='abc' is not an open file descriptor"),
                                        ({"POPCORN_FD": "987"}, "POPCORN_FD='987' is not an open file descriptor")])
 def test_a_bad_environment_is_one_line_and_exit_2(env, words):
-    done = run_cli("test", SUB, "--cases", "smoke", env=env)
+    done = run_cli("test", SUB, "--cases", "smoke", env=env)  # its own process: read at start-up
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and lines == [f"error: {words}"], done.stderr
 
 
-def test_the_empty_task_file_is_named_with_its_path(folders):
-    done = run_cli("--problem", str(folders["empty_task"]), "test", SUB)
-    assert str(folders["empty_task"] / "task.yml") in done.stderr
+def test_the_empty_task_file_is_named_with_its_path(folders, inproc):
+    _, _, err = inproc("--problem", str(folders["empty_task"]), "test", SUB)
+    assert str(folders["empty_task"] / "task.yml") in err
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="checks the machine without a GPU")
-def test_a_gpu_only_command_without_a_gpu_exits_3():
-    done = run_cli("sol")
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert done.returncode == 3 and len(lines) == 1 and "needs a CUDA GPU" in lines[0], done.stderr
+def test_a_gpu_only_command_without_a_gpu_exits_3(inproc):
+    code, _, err = inproc("sol")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 3 and len(lines) == 1 and "needs a CUDA GPU" in lines[0], err
 
 
-def test_help_and_no_arguments_are_not_errors():
-    assert run_cli("--help").returncode == 0
-    done = run_cli()
-    assert done.returncode == 0 and "Commands:" in done.stdout
+def test_help_and_no_arguments_are_not_errors(inproc):
+    assert inproc("--help")[0] == 0
+    code, out, _ = inproc()
+    assert code == 0 and "Commands:" in out
 
 
 def test_a_returned_list_is_named_and_the_failure_names_its_log(tmp_path):
