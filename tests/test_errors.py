@@ -4,9 +4,11 @@ Each bad input here is one a new user typed (issue #38), or one like it for anot
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,15 @@ def inproc(monkeypatch, capsys):
         return code, out, err
 
     return call
+
+
+@pytest.fixture
+def worker_readable():
+    """A folder a worker's own uid can read (pytest's tmp tree is 0700 above it)."""
+    folder = Path(tempfile.mkdtemp(prefix="errors-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def run_cli(*args, env=None, cwd=ROOT, timeout=300, pass_fds=()):
@@ -142,13 +153,12 @@ def test_help_and_no_arguments_are_not_errors(inproc):
     assert code == 0 and "Commands:" in out
 
 
-def test_a_returned_list_is_named_and_the_failure_names_its_log(tmp_path):
+def test_a_returned_list_is_named_and_the_failure_names_its_log(tmp_path, worker_readable):
     """A wrong output type is said as it is (not "a subclass that overrides behaviour"); the report
     points at the worker's log; popcorn lines go to POPCORN_FD too, with --no-tui accepted."""
-    sub = tmp_path / "returns_list.py"
+    sub = worker_readable / "returns_list.py"
     sub.write_text("def custom_kernel(data):\n    return [data[-1]]\n")
     sub.chmod(0o644)
-    tmp_path.chmod(0o755)
     read, write = os.pipe()
     done = run_cli("test", str(sub), "--cases", "smoke", "--no-tui", env={"POPCORN_FD": str(write),
                    "EVAL_RESULTS_DIR": str(tmp_path / "results")}, pass_fds=(write,))
@@ -164,11 +174,10 @@ def test_a_returned_list_is_named_and_the_failure_names_its_log(tmp_path):
     assert "test.0.status: fail" in lines
 
 
-def test_a_load_failure_in_popcorn_format_keeps_the_counts(tmp_path):
-    sub = tmp_path / "broken.py"
+def test_a_load_failure_in_popcorn_format_keeps_the_counts(tmp_path, worker_readable):
+    sub = worker_readable / "broken.py"
     sub.write_text("def custom_kernel(data:\n")
     sub.chmod(0o644)
-    tmp_path.chmod(0o755)
     done = run_cli("test", str(sub), "--cases", "smoke", "--format", "popcorn",
                    env={"EVAL_RESULTS_DIR": str(tmp_path / "results")})
     lines = done.stdout.splitlines()
