@@ -168,10 +168,10 @@ def test_the_judge_believes_the_hello_not_the_submission(tmp_path, monkeypatch):
 
 
 def test_an_import_that_hangs_ends_at_the_timeout(tmp_path):
-    started = time.monotonic()
+    # the reason is the timeout's own (no wall-clock window here: a busy machine stretches the
+    # judge's start-up, not the 5 s the judge itself counts)
     record = modes.run_tests(ADV / "import_hang.py", smoke(), options(tmp_path, timeout=5.0))
     assert "timed out after 5 s" in reason(record), reason(record)
-    assert time.monotonic() - started < 60
 
 
 def test_build_cache_entries_are_the_judges(tmp_path, monkeypatch):
