@@ -460,6 +460,9 @@ def rank(subs, case_set, method, timeout, fail_narrow, fmt, output):
     text = outcome.text + (f"\n[{report.HOST_TIMER}]" if not _cuda() else "")
     click.echo(text)
     write_output(text, output)
+    stopped = next((r.incomplete for r in outcome.rows if r.incomplete), None)
+    if stopped:
+        sys.exit(143 if "exit 143" in stopped else 130)
     sys.exit(0 if outcome.ranked else EXIT_FAIL)
 
 
