@@ -38,9 +38,6 @@ def build(verbose: bool = False) -> Path:
     target = directory / f"{name}.so"
     if target.is_file():
         return target
-    from eval import progress  # the judge's progress lines (this runs in the judge)
-
-    progress.phase("building the harness's C++ timing loop (once per machine: about 1-2 minutes on a small CPU)")
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(cache_root(), 0o755)
     os.chmod(directory.parent, 0o755)
