@@ -73,6 +73,15 @@ def reply_limit(op: str, payload: dict) -> int:
     return 2 * calls * per_call
 
 
+def _say_if_building() -> None:
+    """A progress line before the harness's compiled loop is built (once per machine, minutes)."""
+    from eval.worker import build
+
+    name = build.module_name()
+    if progress.enabled() and not (build.cache_root() / "native" / name / f"{name}.so").is_file():
+        progress.phase("building the harness's C++ timing loop (once per machine: 1-2 minutes on a small CPU)")
+
+
 class Runner:
     """One submission's worker, restarted on demand after a failure."""
 
@@ -86,6 +95,7 @@ class Runner:
 
     def ensure(self) -> dict:
         if not self.worker.alive():
+            _say_if_building()
             progress.phase(f"starting a worker: importing {Path(self.submission).name if self.submission else 'the harness'}"
                            " (builds included)")
             self.info = self.worker.start(self.options.load_timeout, import_timeout=self.options.timeout)
