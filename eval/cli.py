@@ -235,10 +235,17 @@ def _judge(sub, mode, case_set, runner, **option_values) -> RunRecord:
 
 
 def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell,
-               leaderboard: bool, runner=None):
-    record = _judge(sub, "leaderboard" if leaderboard else "benchmark", case_set, runner, method=method, batch=batch,
-                    gap_us=gap_us, timeout=timeout, dist=dist, fail_narrow=fail_narrow,
-                    emulate_blackwell=emulate_blackwell)
+               leaderboard: bool, runner=None, options: modes.Options | None = None):
+    """Benchmark (or leaderboard) mode, saved and printed. options: judge's options made by the
+    caller (`run` on a CPU: its reduced budget), else made from the option values."""
+    if options is not None:
+        record = modes.run_benchmarks(sub, case_files.select_cases(case_set), options, leaderboard=leaderboard,
+                                      runner=runner)
+        sol.annotate(record)
+    else:
+        record = _judge(sub, "leaderboard" if leaderboard else "benchmark", case_set, runner, method=method,
+                        batch=batch, gap_us=gap_us, timeout=timeout, dist=dist, fail_narrow=fail_narrow,
+                        emulate_blackwell=emulate_blackwell)
     save(record)
     emit(record, fmt, output)
     return record
@@ -286,26 +293,28 @@ def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_n
     options = make_options(method, batch, gap_us, timeout, dist, fail_narrow, emulate_blackwell)
     reduced = not full and case_set is None and not _cuda()
     if reduced:
-        case_set = CPU_SET if CPU_SET in case_files.set_names() else "benchmarks"
-        options.budget, options.host_cost, options.wall_cap_s = CPU_BUDGET, False, CPU_WALL_CAP_S
-        runs = CPU_BUDGET["case"][0]
         click.echo(f"no CUDA GPU: every time below is a CPU host-timer number (wall time of the call on this CPU), "
-                   f"not a GPU time. Running the full test set, then a reduced benchmark (--cases {case_set}, at "
-                   f"most {runs} timed runs per case, no host-cost column); --full for task.yml's benchmarks.",
-                   err=True)
-    case_set = case_set or "benchmarks"
+                   f"not a GPU time. Running the full test set, then a reduced benchmark (--cases {_cpu_set()}, at "
+                   f"most {CPU_BUDGET['case'][0]} timed runs per case, no host-cost column); --full for task.yml's "
+                   "benchmarks.", err=True)
     with modes.runner_for(sub, options, None) as runner:  # one worker tests and benchmarks
         tested = modes.run_tests(sub, case_files.select_cases("tests"), options, runner)
         save(tested)
         emit(tested, fmt, None)
         if not tested.passed:
             finish(tested)
+        if reduced and not tested.environment.cuda_available:
+            case_set = _cpu_set()
+            options.budget, options.host_cost, options.wall_cap_s = CPU_BUDGET, False, CPU_WALL_CAP_S
+        case_set = case_set or "benchmarks"
         ensure_floors(tested.environment, case_files.select_cases(case_set), options)
-        record = modes.run_benchmarks(sub, case_files.select_cases(case_set), options, runner=runner)
-        sol.annotate(record)
-        save(record)
-        emit(record, fmt, output)
+        record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow,
+                            emulate_blackwell, leaderboard=False, runner=runner, options=options)
     finish(record)
+
+
+def _cpu_set() -> str:
+    return CPU_SET if CPU_SET in case_files.set_names() else "benchmarks"
 
 
 @main.command()
