@@ -90,8 +90,7 @@ def notes(record: RunRecord) -> list[str]:
 
 def popcorn(record: RunRecord) -> str:
     lines = [f"# {line}" for line in notes(record) if line.startswith(("EMULATED", "INCOMPLETE"))]
-    if host_timer(record):
-        lines.append(f"# {HOST_TIMER}")
+    timer = [f"# {HOST_TIMER}"] if host_timer(record) else []  # before the check line, as the counts come first
     if record.error:  # the submission did not load: every case asked for fails with that reason
         kind = "test" if record.mode == "test" else "benchmark"
         lines.append(f"{kind}-count: {len(record.specs)}")
@@ -100,7 +99,7 @@ def popcorn(record: RunRecord) -> str:
         lines.append(f"error: {one_line(record.error)}")
         if log_line(record):
             lines.append(f"# {log_line(record)}")
-        return "\n".join([*lines, "check: fail"])
+        return "\n".join([*lines, *timer, "check: fail"])
     if record.mode == "test":
         lines.append(f"test-count: {len(record.cases)}")
         for i, case in enumerate(record.cases):
@@ -122,6 +121,7 @@ def popcorn(record: RunRecord) -> str:
                 lines.append(f"benchmark.{i}.error: {one_line(case.error)}")
     if log_line(record):
         lines.append(f"# {log_line(record)}")
+    lines += timer
     lines.append(f"check: {'pass' if record.passed else 'fail'}")
     return "\n".join(lines)
 
