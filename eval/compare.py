@@ -25,6 +25,7 @@ class Side:
     name: str
     saved: dict | None = None  # spec -> samples, from a result file
     runner: modes.Runner | None = None
+    host_timer: bool = False  # a saved record measured with the host clock
 
 
 @dataclasses.dataclass
@@ -83,7 +84,8 @@ def _side(path: Path, options: modes.Options) -> Side:
         if record.timing.emulated:
             raise ConfigError(f"{path.name} was measured with --emulate-blackwell: emulated times are not compared")
         samples = {c.spec: c.samples for c in record.cases if c.passed}
-        return Side(name=f"{record.submission} ({path.name})", saved=samples)
+        return Side(name=f"{record.submission} ({path.name})", saved=samples,
+                    host_timer=not record.environment.cuda_available)
     return Side(name=str(path), runner=modes.Runner(path, options))
 
 
@@ -91,9 +93,10 @@ def compare(a: Path, b: Path, cases: list[Case], options: modes.Options, rounds:
     import torch
 
     sides = [_side(a, options), _side(b, options)]
+    live = any(side.runner for side in sides)
     outcome = Outcome(a=sides[0].name, b=sides[1].name, method=options.method, rounds=rounds, per_round=per_round,
-                      host_timer=not torch.cuda.is_available())
-    outcome.load = {"before": machine_load(), "cpus": os.cpu_count()}
+                      host_timer=any(s.host_timer for s in sides) or (live and not torch.cuda.is_available()))
+    outcome.load = {"before": machine_load() if live else None, "cpus": os.cpu_count()}
     try:
         samples = []
         with progress.steps(len(cases), "compare") as step:
@@ -107,7 +110,7 @@ def compare(a: Path, b: Path, cases: list[Case], options: modes.Options, rounds:
         outcome.error = f"saved result has no samples for case {exc}"
         return outcome
     finally:
-        outcome.load["after"] = machine_load()
+        outcome.load["after"] = machine_load() if live else None
         for side in sides:
             if side.runner:
                 side.runner.close()
@@ -184,9 +187,8 @@ def render(outcome: Outcome, fmt: str = "table") -> str:
                     f"[{c.lo:.3f}, {c.hi:.3f}]  {c.verdict}")
     g = outcome.geomean
     rows.append(f"{'geomean':<22} {'':>9} {'':>9} {g['ratio']:7.3f} [{g['lo']:.3f}, {g['hi']:.3f}]  {g['verdict']}")
-    rows += [line for line in (load_note(outcome),) if line]
-    if outcome.host_timer:
-        rows.append(f"[{HOST_TIMER}]")
+    notes = [line for line in (load_note(outcome),) if line] + ([f"[{HOST_TIMER}]"] if outcome.host_timer else [])
+    head += "".join(f"\n{line}" for line in notes)  # the verdict stays the last line
     if fmt == "markdown":
         return head + "\n\n```\n" + "\n".join(rows) + "\n```"
     return head + "\n" + "\n".join(rows)
