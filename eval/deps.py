@@ -47,9 +47,14 @@ def install_harness() -> None:
     from importlib import metadata
     from pathlib import Path
 
+    import re
+
     root = Path(__file__).resolve().parent.parent
+    named = re.search(r'^name\s*=\s*"([^"]+)"', (root / "pyproject.toml").read_text(), re.M)
+    if not named:
+        return
     try:
-        found = metadata.distribution("nvfp4-gemv")
+        found = metadata.distribution(named[1])
         direct = found.read_text("direct_url.json") or ""
         if root.as_uri() in direct:
             return
