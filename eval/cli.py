@@ -273,8 +273,8 @@ def leaderboard(**kwargs):
 # checked against the exact reference, which on a CPU costs more than the kernel): the full test set,
 # then shapes.yaml's `cpu` set (else task.yml's benchmarks) with at most this many timed runs per case
 CPU_SET = "cpu"
-CPU_BUDGET = {"warmup": (2, 1e8), "case": (10, 2e9)}
-CPU_WALL_CAP_S = 10.0
+CPU_BUDGET = {"warmup": (2, 1e8), "case": (5, 1e9)}
+CPU_WALL_CAP_S = 5.0
 
 
 @main.command()
@@ -286,7 +286,7 @@ CPU_WALL_CAP_S = 10.0
 @handle_config_errors
 def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell, full):
     """`make eval`: test on task.yml's tests, then benchmark; SUB defaults to the best runnable here.
-    Without CUDA the benchmark is reduced (shapes.yaml's `cpu` set, at most 10 timed runs per case)
+    Without CUDA the benchmark is reduced (shapes.yaml's `cpu` set, at most 5 timed runs per case)
     unless --full or --cases is given."""
     sub = sub or _relative(best_runnable())
     click.echo(f"submission: {sub}", err=True)
