@@ -83,7 +83,9 @@ def test_a_judge_killed_outright_leaves_nothing_after_the_next_start(tmp_path):
                               "--cases", "smoke", "--timeout", "600"], cwd=ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     try:
-        marked = wait_for(lambda: [p for p in workers().glob("w-*/home/zzz_orphan_mark")], 120)
+        # this judge's worker (another test run on the machine may run this attack too)
+        marked = wait_for(lambda: [p for p in workers().glob("w-*/home/zzz_orphan_mark")
+                                   if Path(f"{p.parent.parent}.lock") not in before], 120)
         assert marked, "the attack did not start"
         folder = marked[0].parent.parent
         record = json.loads(Path(f"{folder}.lock").read_text())
@@ -94,12 +96,11 @@ def test_a_judge_killed_outright_leaves_nothing_after_the_next_start(tmp_path):
     # the worker dies with its judge; the child it forked dies with the worker's PID namespace (a judge
     # that is root), else lives on until someone sweeps
     assert wait_for(lambda: len(session_members(record["session"])) <= 1, 30)
-    assert folder.exists()
     swept = channel.sweep_dead()
-    assert str(folder) in swept
+    # any worker start on the machine sweeps: another run's may have got there first
+    assert str(folder) in swept or not folder.exists()
     assert not session_members(record["session"]), "the orphan survived the sweep"
     assert not folder.exists() and not Path(f"{folder}.lock").exists()
-    assert set(workers().glob("w-*.lock")) <= before
 
 
 def test_a_live_judges_worker_is_not_swept():
