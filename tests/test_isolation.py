@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from eval import cases, rank, report
-from eval.judge import build_cache, modes
+from eval.judge import build_cache, channel, modes
 from eval.worker import build
 from tests.conftest import ROOT
 
@@ -59,16 +59,21 @@ def test_planting_leaves_no_trace_for_the_next_run(tmp_path):
         {m for m in before if not m.startswith(own + "/")}
 
 
-def test_private_folders_are_gone_after_the_run(tmp_path):
-    root = build.cache_root()
+def test_private_folders_are_gone_after_the_run(tmp_path, monkeypatch):
+    # this judge's own workers: their folders and build slots (other test runs on the machine start
+    # and close workers of their own, some with the same submission's slot)
+    made, private = [], channel.Private
 
-    def folders():
-        return {p for p in (root / "workers").glob("w-*")} | {p for p in (root / "slots").glob("*") if p.is_dir()}
+    def tracking(root, slot):
+        made.append(private(root, slot))
+        return made[-1]
 
-    before = folders()
+    monkeypatch.setattr(channel, "Private", tracking)
     record = modes.run_tests(TORCH_REF, smoke(), options(tmp_path))
     assert record.passed, reason(record)
-    assert not folders() - before, "a worker's private folder or build slot outlived it"
+    assert made and not [p.root for p in made if p.root.exists()], "a worker's private folder outlived it"
+    alive = {p for p in (build.cache_root() / "workers").glob("w-*.lock")}
+    assert not [p.builds for p in made if p.builds.exists() and not alive], "a build slot outlived every worker"
 
 
 def _victim():
