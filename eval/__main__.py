@@ -1,3 +1,3 @@
-from eval.cli import main
+from eval.cli import cli
 
-main()
+cli()

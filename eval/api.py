@@ -54,7 +54,7 @@ def options(method: str | None = None, batch: int | None = None, gap_us: float =
 def judge(submission: str | Path, mode: str = "test", problem: str | Path | None = None,
           cases: str | list | None = None, runner: modes.Runner | None = None, **option_values) -> RunRecord:
     """Judge one submission. submission: a file, or the source text of one (anything containing a
-    newline). cases: a set name (tests, benchmarks, or one of shapes.yaml's), a list of case dicts,
+    newline); a relative path is looked up in the current folder, then in the problem folder. cases: a set name (tests, benchmarks, or one of shapes.yaml's), a list of case dicts,
     or the mode's own set. Benchmark records carry where each case stands against the memory."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: choose one of {', '.join(MODES)}")
@@ -69,7 +69,16 @@ def judge(submission: str | Path, mode: str = "test", problem: str | Path | None
             path.write_text(submission)
             path.chmod(0o644)
             return _judge(path, mode, chosen, judged_options, runner)
-    return _judge(Path(submission), mode, chosen, judged_options, runner)
+    return _judge(_locate(Path(submission)), mode, chosen, judged_options, runner)
+
+
+def _locate(path: Path) -> Path:
+    """A submission path as given (relative to the current folder), else relative to the problem
+    folder (`submission/v5.py` from any folder)."""
+    if path.is_absolute() or path.exists():
+        return path
+    inside = problem_folder.current().root / path
+    return inside if inside.exists() else path
 
 
 def _cases(cases, default: str) -> list:

@@ -68,9 +68,11 @@ def _load_yaml(path: Path) -> dict:
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" line {where.line + 1}" if where else ""
-        raise ConfigError(f"{path.name}{line} is not valid YAML: {getattr(exc, 'problem', exc)}")
+        raise ConfigError(f"{path}{line} is not valid YAML: {getattr(exc, 'problem', exc)}")
+    if content is None:
+        raise ConfigError(f"{path} is empty: it must be a YAML mapping (tests, benchmarks, ...)")
     if not isinstance(content, dict):
-        raise ConfigError(f"{path.name} must be a YAML mapping at the top level")
+        raise ConfigError(f"{path} must be a YAML mapping at the top level")
     return content
 
 

@@ -1,8 +1,11 @@
-"""Command line: python -m eval {run,test,benchmark,leaderboard,profile,sol,compare,rank,accuracy,tune}.
+"""Command line: python -m eval {run,test,benchmark,leaderboard,profile,sol,compare,rank,accuracy,tune,batch,conform}.
 
 Exit codes as the leaderboard's: 0 pass, 112 a check or case failed; 2 for a usage or input error
-(bad option, missing file, malformed task.yml/shapes.yaml, invalid shape), with a one-line message.
-113: cannot run here (a package that is not installed, no CUDA GPU...: eval/needs.py, docs/record-schema.md).
+(bad option, missing file, malformed task.yml/shapes.yaml, invalid shape, a bad POPCORN_SEED or
+POPCORN_FD), always one line on stderr and no traceback; 3 when a GPU-only command (sol) finds no
+CUDA GPU; 113: cannot run here (a package that is not installed, no CUDA GPU...: eval/needs.py,
+docs/record-schema.md); 130 / 143 when Ctrl-C / SIGTERM stopped a run (its record is written,
+marked incomplete); doctor: 1 when the sandbox is below full on this machine.
 """
 from __future__ import annotations
 
@@ -17,19 +20,44 @@ from pathlib import Path
 import click
 
 from eval import cases as case_files
-from eval import api, needs, problem_folder, report, results, sol
+from eval import api, needs, problem_folder, progress, report, results, sol
 from eval.cases import ConfigError
+from eval.judge.text import one_line
 from eval.judge import modes
 from eval.records import RunRecord
 from eval.submissions import best_runnable
 
 EXIT_FAIL, EXIT_USAGE = api.EXIT_FAIL, api.EXIT_USAGE
+EXIT_NO_GPU = 3  # a GPU-only command (sol) on a machine without a CUDA GPU
+POPCORN_FD_ENV = "POPCORN_FD"
+_POPCORN_FD: list = []  # the leaderboard runner's descriptor for the key: value lines, when given
 SUB = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def fail_usage(message: str):
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {one_line(message)}", err=True)
     sys.exit(EXIT_USAGE)
+
+
+def cli(argv: list[str] | None = None) -> None:
+    """`python -m eval`: click's own error handling replaced, so that every usage or input error is
+    one line on stderr (no usage block, no traceback) and exits 2."""
+    try:
+        main.main(args=argv, prog_name="python -m eval", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help())
+        sys.exit(0)
+    except click.UsageError as exc:
+        where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
+        fail_usage(f"{where}{exc.format_message()} (--help for usage)")
+    except click.ClickException as exc:
+        fail_usage(exc.format_message())
+    except ConfigError as exc:
+        fail_usage(str(exc))
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    sys.exit(0)
 
 
 def handle_config_errors(fn):
@@ -85,19 +113,78 @@ def make_options(method=None, batch=None, gap_us=500.0, timeout=600.0, dist=None
 def emit(record: RunRecord, fmt: str, output: Path | None) -> None:
     text = report.render(record, fmt)
     click.echo(text)
-    if output:
-        results.write_text_new(text + "\n", output)
+    write_output(text, output)
+    to_popcorn_fd(report.popcorn(record))
     if record.cannot_run:  # not judged here (a missing package, no CUDA GPU): its own exit code, never a failure
         sys.exit(needs.EXIT_CANNOT_RUN)
 
 
+def write_output(text: str, output: Path | None) -> None:
+    """-o FILE, the same on every command: the report as printed, also written to FILE."""
+    if output:
+        results.write_text_new(text + "\n", output)
+
+
+def to_popcorn_fd(text: str) -> None:
+    """The leaderboard's key: value lines to POPCORN_FD, as its runner reads them (whatever --format)."""
+    if _POPCORN_FD:
+        _POPCORN_FD[0].write(text + "\n")
+        _POPCORN_FD[0].flush()
+
+
+def open_popcorn_fd() -> None:
+    """POPCORN_FD=N: the descriptor the leaderboard's runner gives its evaluator; taken out of the
+    environment and made non-inheritable, so no worker gets it."""
+    raw = os.environ.pop(POPCORN_FD_ENV, None)
+    if raw in (None, "") or _POPCORN_FD:
+        return
+    try:
+        fd = int(raw)
+        os.fstat(fd)
+        os.set_inheritable(fd, False)
+        _POPCORN_FD.append(os.fdopen(fd, "w", closefd=False))
+    except (ValueError, OSError):
+        fail_usage(f"{POPCORN_FD_ENV}={raw!r} is not an open file descriptor")
+
+
 def save(record: RunRecord) -> Path:
     path = results.save_record(record)
-    click.echo(f"result: {path.relative_to(case_files.ROOT) if path.is_relative_to(case_files.ROOT) else path}", err=True)
+    click.echo(f"result: {results.shown(path)}", err=True)
     return path
 
 
+def finish(record: RunRecord) -> None:
+    """Exit as the record says: its signal's code when Ctrl-C or SIGTERM stopped it (the record is
+    written, marked incomplete), 0 pass, 112 fail."""
+    if record.incomplete:
+        click.echo(f"incomplete: {record.incomplete}; what was measured is in the record above", err=True)
+        sys.exit(getattr(record, "exit_code", None) or 130)
+    sys.exit(0 if record.passed else EXIT_FAIL)
+
+
+def no_tui(fn):
+    """--no-tui (popcorn-cli's flag): plain progress lines instead of a progress bar."""
+    def disable(ctx, param, value):
+        if value:
+            progress.plain()
+        return value
+    return click.option("--no-tui", is_flag=True, expose_value=False, callback=disable, is_eager=True,
+                        help="Plain progress lines, no progress bar (as popcorn-cli's --no-tui).")(fn)
+
+
+def output_options(formats=("table", "json", "markdown")):
+    """--format and -o, the same meaning on every command: how the report is printed, and a file it
+    is also written to."""
+    def decorate(fn):
+        fn = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                          help="Also write the report, as printed, to this file.")(fn)
+        return click.option("--format", "fmt", type=click.Choice(list(formats)), default="table",
+                            show_default=True)(fn)
+    return decorate
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@no_tui
 @click.option("--problem", "problem_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="A problem folder in the leaderboard's layout (task.yml, task.py, reference.py); default: "
                    "the current directory if it is one, else this repository's own problem.")
@@ -119,7 +206,12 @@ def main(ctx, problem_dir, sandbox_level):
     if os.environ.get("EVAL_SANDBOX_SKIP") and ctx.invoked_subcommand != "doctor":
         fail_usage("EVAL_SANDBOX_SKIP leaves sandbox layers out for diagnosis (python -m eval doctor) only: unset it")
     signal.signal(signal.SIGTERM, _terminated)  # batch's --limit asks first: workers are closed on the way out
-    case_files.secret_seed()  # taken from the environment before anything else starts
+    try:
+        case_files.secret_seed()  # taken from the environment before anything else starts
+    except ConfigError as exc:
+        fail_usage(str(exc))
+    open_popcorn_fd()
+    progress.enable()
     try:
         problem_folder.use(problem_dir)
     except problem_folder.ProblemError as exc:
@@ -142,8 +234,9 @@ def test(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_
     """Correctness on task.yml's tests, with the anti-cheat checks (judged outside the worker)."""
     record = _judge(sub, "test", case_set, None, method=method, batch=batch, gap_us=gap_us, timeout=timeout,
                     dist=dist, fail_narrow=fail_narrow, emulate_blackwell=emulate_blackwell)
+    save(record)
     emit(record, fmt, output)
-    sys.exit(0 if record.passed else EXIT_FAIL)
+    finish(record)
 
 
 def _judge(sub, mode, case_set, runner, **option_values) -> RunRecord:
@@ -155,10 +248,17 @@ def _judge(sub, mode, case_set, runner, **option_values) -> RunRecord:
 
 
 def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell,
-               leaderboard: bool, runner=None):
-    record = _judge(sub, "leaderboard" if leaderboard else "benchmark", case_set, runner, method=method, batch=batch,
-                    gap_us=gap_us, timeout=timeout, dist=dist, fail_narrow=fail_narrow,
-                    emulate_blackwell=emulate_blackwell)
+               leaderboard: bool, runner=None, options: modes.Options | None = None):
+    """Benchmark (or leaderboard) mode, saved and printed. options: judge's options made by the
+    caller (`run` on a CPU: its reduced budget), else made from the option values."""
+    if options is not None:
+        record = modes.run_benchmarks(sub, case_files.select_cases(case_set), options, leaderboard=leaderboard,
+                                      runner=runner)
+        sol.annotate(record)
+    else:
+        record = _judge(sub, "leaderboard" if leaderboard else "benchmark", case_set, runner, method=method,
+                        batch=batch, gap_us=gap_us, timeout=timeout, dist=dist, fail_narrow=fail_narrow,
+                        emulate_blackwell=emulate_blackwell)
     save(record)
     emit(record, fmt, output)
     return record
@@ -170,8 +270,7 @@ def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output,
 @handle_config_errors
 def benchmark(**kwargs):
     """Time task.yml's benchmarks as the leaderboard's benchmark mode does."""
-    record = _benchmark(**kwargs, leaderboard=False)
-    sys.exit(0 if record.passed else EXIT_FAIL)
+    finish(_benchmark(**kwargs, leaderboard=False))
 
 
 @main.command()
@@ -180,28 +279,55 @@ def benchmark(**kwargs):
 @handle_config_errors
 def leaderboard(**kwargs):
     """Leaderboard mode: anti-cheat checks, then every timed run on a new input, rechecked."""
-    record = _benchmark(**kwargs, leaderboard=True)
-    sys.exit(0 if record.passed else EXIT_FAIL)
+    finish(_benchmark(**kwargs, leaderboard=True))
+
+
+# `make eval` without CUDA: what a CPU answers usefully in about two minutes (every run's output is
+# checked against the exact reference, which on a CPU costs more than the kernel): the full test set,
+# then shapes.yaml's `cpu` set (else task.yml's benchmarks) with at most this many timed runs per case
+CPU_SET = "cpu"
+CPU_BUDGET = {"warmup": (2, 1e8), "case": (5, 1e9)}
+CPU_WALL_CAP_S = 5.0
 
 
 @main.command()
 @click.argument("sub", type=SUB, required=False)
-@run_options("benchmarks")
+@run_options(None)
+@click.option("--full", is_flag=True,
+              help="Without CUDA too: task.yml's benchmarks with the leaderboard's run budget (tens of minutes "
+                   "on a CPU); by default a CPU runs a reduced set.")
 @handle_config_errors
-def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell):
-    """`make eval`: test on task.yml's tests, then benchmark; SUB defaults to the best runnable here."""
-    sub = sub or best_runnable()
+def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell, full):
+    """`make eval`: test on task.yml's tests, then benchmark; SUB defaults to the best runnable here.
+    Without CUDA the benchmark is reduced (shapes.yaml's `cpu` set, at most 5 timed runs per case)
+    unless --full or --cases is given."""
+    sub = sub or _relative(best_runnable())
     click.echo(f"submission: {sub}", err=True)
     options = make_options(method, batch, gap_us, timeout, dist, fail_narrow, emulate_blackwell)
+    reduced = not full and case_set is None and not _cuda()
+    if reduced:
+        click.echo(f"no CUDA GPU: every time below is a CPU host-timer number (wall time of the call on this CPU), "
+                   f"not a GPU time. Running the full test set, then a reduced benchmark (--cases {_cpu_set()}, at "
+                   f"most {CPU_BUDGET['case'][0]} timed runs per case, no host-cost column); --full for task.yml's "
+                   "benchmarks.", err=True)
     with modes.runner_for(sub, options, None) as runner:  # one worker tests and benchmarks
         tested = modes.run_tests(sub, case_files.select_cases("tests"), options, runner)
+        save(tested)
         emit(tested, fmt, None)
         if not tested.passed:
-            sys.exit(EXIT_FAIL)
+            finish(tested)
+        if reduced and not tested.environment.cuda_available:
+            case_set = _cpu_set()
+            options.budget, options.host_cost, options.wall_cap_s = CPU_BUDGET, False, CPU_WALL_CAP_S
+        case_set = case_set or "benchmarks"
         ensure_floors(tested.environment, case_files.select_cases(case_set), options)
         record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow,
-                            emulate_blackwell, leaderboard=False, runner=runner)
-    sys.exit(0 if record.passed else EXIT_FAIL)
+                            emulate_blackwell, leaderboard=False, runner=runner, options=options)
+    finish(record)
+
+
+def _cpu_set() -> str:
+    return CPU_SET if CPU_SET in case_files.set_names() else "benchmarks"
 
 
 @main.command()
@@ -216,8 +342,9 @@ def profile(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fa
     if ncu:
         sys.exit(_profile_ncu(sub, case_set, dist, timeout))
     record = modes.run_profile(sub, cases, options)
+    save(record)
     emit(record, fmt, output)
-    sys.exit(0 if record.passed else EXIT_FAIL)
+    finish(record)
 
 
 # what a memory-bound kernel needs to be judged by (the full set takes ~40 replays per kernel)
@@ -266,22 +393,37 @@ def ensure_floors(environment, cases: list, options: modes.Options) -> None:
 
 @main.command(name="sol")
 @click.option("--cases", "case_set", default="benchmarks", show_default=True)
-@click.option("--timeout", default=600.0, show_default=True)
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed.")
+@output_options(("table", "json"))
 @handle_config_errors
-def sol_command(case_set, timeout):
-    """Measure this GPU's streaming-read peak and the floor of each case; cache under results/."""
+def sol_command(case_set, timeout, fmt, output):
+    """Measure this GPU's streaming-read peak and the floor of each case; cache under results/.
+    Needs a CUDA GPU (exit 3 without one)."""
+    cases = case_files.select_cases(case_set)
+    if not _cuda():
+        click.echo("error: sol measures a GPU's memory bandwidth and needs a CUDA GPU; none is visible here "
+                   "(torch.cuda.is_available() is False)", err=True)
+        sys.exit(EXIT_NO_GPU)
     try:
-        env, measured, path = measure_floors(case_files.select_cases(case_set), make_options(timeout=timeout))
+        env, measured, path = measure_floors(cases, make_options(timeout=timeout))
     except modes.WorkerFailure as exc:
-        click.echo(f"error: speed-of-light measurement failed: {exc.reason}", err=True)
+        click.echo(f"error: speed-of-light measurement failed: {one_line(exc.reason)}", err=True)
         sys.exit(EXIT_FAIL)
     figures = case_files.gpu_figures(env.gpu) or {}
-    click.echo(f"{env.gpu}: streaming read {measured['peak_read_tb_s']:.2f} TB/s "
-               f"(datasheet {figures.get('peak_tb_s', '?')} TB/s)")
-    for name, floor in measured["floors"].items():
-        click.echo(f"  floor {name:>16}: {floor['median_ns'] / 1e3:7.2f} µs  ({floor['bytes'] / 1e6:.1f} MB, "
-                   f"{floor['tb_s']:.2f} TB/s)")
-    click.echo(f"saved: {path}", err=True)
+    if fmt == "json":
+        import json
+
+        text = json.dumps({"gpu": env.gpu, **measured}, indent=1, default=str)
+    else:
+        lines = [f"{env.gpu}: streaming read {measured['peak_read_tb_s']:.2f} TB/s "
+                 f"(datasheet {figures.get('peak_tb_s', '?')} TB/s)"]
+        for name, floor in measured["floors"].items():
+            lines.append(f"  floor {name:>16}: {floor['median_ns'] / 1e3:7.2f} µs  ({floor['bytes'] / 1e6:.1f} MB, "
+                         f"{floor['tb_s']:.2f} TB/s)")
+        text = "\n".join(lines)
+    click.echo(text)
+    write_output(text, output)
+    click.echo(f"saved: {results.shown(path)}", err=True)
 
 
 @main.command()
@@ -293,10 +435,10 @@ def sol_command(case_set, timeout):
 @click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default=None)
 @click.option("--fail-if-slower", type=float, default=None, metavar="PCT",
               help="Exit 1 when B is slower than A by more than PCT percent, with 95 % confidence.")
-@click.option("--timeout", default=600.0, show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table")
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed.")
+@output_options(("table", "json", "markdown", "popcorn"))
 @handle_config_errors
-def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, fmt):
+def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, fmt, output):
     """Is B faster than A? Interleaved runs, ratio B/A with a 95 % bootstrap interval.
 
     A and B are submission files or result JSONs from earlier runs."""
@@ -309,7 +451,9 @@ def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, 
                                     make_options(method=method, timeout=timeout), rounds, per_round)
     except ValueError as exc:
         fail_usage(str(exc))
-    click.echo(comparing.render(outcome, fmt))
+    text = comparing.render(outcome, fmt)
+    click.echo(text)
+    write_output(text, output)
     if outcome.error:
         sys.exit(EXIT_FAIL)
     if fail_if_slower is not None and comparing.slower_beyond(outcome, fail_if_slower):
@@ -321,11 +465,12 @@ def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, 
 @click.argument("subs", nargs=-1, type=SUB)
 @click.option("--cases", "case_set", default="benchmarks", show_default=True)
 @click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default=None)
-@click.option("--timeout", default=600.0, show_default=True)
-@handle_config_errors
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed.")
 @click.option("--fail-narrow/--allow-narrow", "fail_narrow", default=False, show_default=True,
               help="Narrow-data specialisation: the leaderboard's pass with a warning, or a failure.")
-def rank(subs, case_set, method, timeout, fail_narrow):
+@output_options(("table",))
+@handle_config_errors
+def rank(subs, case_set, method, timeout, fail_narrow, fmt, output):
     """Local leaderboard: test and benchmark each submission (default: all in submission/)."""
     from eval import rank as ranking
     from eval.submissions import all_submissions
@@ -334,7 +479,12 @@ def rank(subs, case_set, method, timeout, fail_narrow):
     options = make_options(method=method, timeout=timeout, fail_narrow=fail_narrow)
     ensure_floors(modes.describe_environment(), case_files.select_cases(case_set), options)
     outcome = ranking.rank(subs, case_files.select_cases("tests"), case_files.select_cases(case_set), options)
-    click.echo(outcome.text)
+    text = outcome.text + (f"\n[{report.HOST_TIMER}]" if not _cuda() else "")
+    click.echo(text)
+    write_output(text, output)
+    stopped = next((r.incomplete for r in outcome.rows if r.incomplete), None)
+    if stopped:
+        sys.exit(143 if "exit 143" in stopped else 130)
     sys.exit(0 if outcome.ranked else EXIT_FAIL)
 
 
@@ -381,6 +531,14 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_add
     click.echo(batch_view.standings(board))
     click.echo(f"{sum(e['passed'] for e in board)} of {len(board)} passed; verdicts: {output}")
     sys.exit(0 if board and all(e["passed"] for e in board) else EXIT_FAIL)
+
+
+def _relative(path: Path) -> Path:
+    """A path under the current folder as a relative one (shorter titles)."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd())
+    except ValueError:
+        return Path(path)
 
 
 def _cuda() -> bool:
@@ -452,17 +610,24 @@ def conform(path, timing, only, solutions, add, jobs, fmt, output, limit, jsonl)
 @main.command()
 @click.argument("sub", type=SUB)
 @click.option("--cases", "case_set", default="quantized", show_default=True)
-@click.option("--timeout", default=600.0, show_default=True)
+@click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed.")
+@output_options(("table", "json"))
 @handle_config_errors
-def accuracy(sub, case_set, timeout):
+def accuracy(sub, case_set, timeout, fmt, output):
     """Accuracy on realistic data against the exact product; needs the problem module's accuracy()."""
     from eval import accuracy as acc
 
     acc.require()
     record = acc.run(sub, case_files.select_cases(case_set), make_options(timeout=timeout))
-    click.echo(acc.render(record))
     save(record)
-    sys.exit(0 if record.passed else EXIT_FAIL)
+    text = report.render(record, "json") if fmt == "json" else acc.render(record)
+    if fmt != "json" and not record.environment.cuda_available:
+        text += f"\n[{report.HOST_TIMER}]"
+    if fmt != "json" and report.log_line(record):
+        text += "\n" + report.log_line(record)
+    click.echo(text)
+    write_output(text, output)
+    finish(record)
 
 
 @main.command()
@@ -487,8 +652,10 @@ def tune(sub, case_set, runs, write, timeout):
     sys.exit(0 if result.ok else EXIT_FAIL)
 
 
-if __name__ == "__main__":
-    main()
+def _disable_tui(ctx, param, value):
+    if value:
+        progress.plain()
+    return value
 
 
 @main.command()
@@ -514,3 +681,12 @@ def doctor(workers, skip, bisect, jobs, fmt, output):
     if workers < 0 or jobs < 1:
         fail_usage("--workers must be >= 0 and --jobs >= 1")
     sys.exit(checks.main(workers=workers, skip=names, bisect=bisect, jobs=jobs, fmt=fmt, output=output))
+
+
+for _command in main.commands.values():  # --no-tui after any command too (popcorn-cli's habit)
+    _command.params.append(click.Option(["--no-tui"], is_flag=True, expose_value=False, is_eager=True,
+                                        callback=_disable_tui, help="Plain progress lines, no progress bar."))
+
+
+if __name__ == "__main__":
+    cli()

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import statistics
 from pathlib import Path
 
-from eval import results
+from eval import progress, results
 from eval.cases import Case, ConfigError
 from eval.judge import modes
 from eval.judge.text import one_line
@@ -24,6 +25,7 @@ class Side:
     name: str
     saved: dict | None = None  # spec -> samples, from a result file
     runner: modes.Runner | None = None
+    host_timer: bool = False  # a saved record measured with the host clock
 
 
 @dataclasses.dataclass
@@ -49,6 +51,31 @@ class Outcome:
     cases: list[CaseRatio] = dataclasses.field(default_factory=list)
     geomean: dict | None = None
     error: str | None = None
+    host_timer: bool = False  # no CUDA: CPU wall times
+    load: dict | None = None  # the machine's load average before and after, and its CPU count
+
+
+# a load average above this fraction of the CPUs: the ratio is reported with a warning (other work
+# on the cores stretches the two sides unequally; an identical pair has read 1.28 on a busy 2-core machine)
+BUSY_LOAD_PER_CPU = 0.5
+
+
+def machine_load() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def load_note(outcome: Outcome) -> str | None:
+    """A warning when the machine was busy while the comparison ran (CPU timing only)."""
+    load = outcome.load or {}
+    worst = max([v for v in (load.get("before"), load.get("after")) if v is not None], default=None)
+    cpus = load.get("cpus") or 1
+    if not outcome.host_timer or worst is None or worst <= BUSY_LOAD_PER_CPU * cpus:
+        return None
+    return (f"warning: the machine was busy (load average {worst:.1f} on {cpus} CPUs): other work on the cores "
+            "stretches the two sides unequally, so a ratio away from 1 may be the load; rerun on an idle machine")
 
 
 def _side(path: Path, options: modes.Options) -> Side:
@@ -57,15 +84,25 @@ def _side(path: Path, options: modes.Options) -> Side:
         if record.timing.emulated:
             raise ConfigError(f"{path.name} was measured with --emulate-blackwell: emulated times are not compared")
         samples = {c.spec: c.samples for c in record.cases if c.passed}
-        return Side(name=f"{record.submission} ({path.name})", saved=samples)
+        return Side(name=f"{record.submission} ({path.name})", saved=samples,
+                    host_timer=not record.environment.cuda_available)
     return Side(name=str(path), runner=modes.Runner(path, options))
 
 
 def compare(a: Path, b: Path, cases: list[Case], options: modes.Options, rounds: int, per_round: int) -> Outcome:
+    import torch
+
     sides = [_side(a, options), _side(b, options)]
-    outcome = Outcome(a=sides[0].name, b=sides[1].name, method=options.method, rounds=rounds, per_round=per_round)
+    live = any(side.runner for side in sides)
+    outcome = Outcome(a=sides[0].name, b=sides[1].name, method=options.method, rounds=rounds, per_round=per_round,
+                      host_timer=any(s.host_timer for s in sides) or (live and not torch.cuda.is_available()))
+    outcome.load = {"before": machine_load() if live else None, "cpus": os.cpu_count()}
     try:
-        samples = [_collect(sides, case, options, rounds, per_round) for case in cases]
+        samples = []
+        with progress.steps(len(cases), "compare") as step:
+            for case in cases:
+                step(case.label)
+                samples.append(_collect(sides, case, options, rounds, per_round))
     except modes.WorkerFailure as exc:
         outcome.error = exc.reason
         return outcome
@@ -73,6 +110,7 @@ def compare(a: Path, b: Path, cases: list[Case], options: modes.Options, rounds:
         outcome.error = f"saved result has no samples for case {exc}"
         return outcome
     finally:
+        outcome.load["after"] = machine_load() if live else None
         for side in sides:
             if side.runner:
                 side.runner.close()
@@ -132,9 +170,14 @@ def slower_beyond(outcome: Outcome, pct: float) -> bool:
     return outcome.geomean["lo"] > 1.0 + pct / 100.0
 
 
+HOST_TIMER = "HOST TIMER: CPU wall time, not GPU kernel time"
+
+
 def render(outcome: Outcome, fmt: str = "table") -> str:
     if fmt == "json":
         return json.dumps(dataclasses.asdict(outcome), indent=1)
+    if fmt == "popcorn":
+        return popcorn(outcome)
     if outcome.error:
         return f"compare failed: {one_line(outcome.error)}"
     head = f"A = {outcome.a}\nB = {outcome.b}\nratio = B/A mean time (below 1: B faster), 95 % bootstrap interval"
@@ -144,6 +187,25 @@ def render(outcome: Outcome, fmt: str = "table") -> str:
                     f"[{c.lo:.3f}, {c.hi:.3f}]  {c.verdict}")
     g = outcome.geomean
     rows.append(f"{'geomean':<22} {'':>9} {'':>9} {g['ratio']:7.3f} [{g['lo']:.3f}, {g['hi']:.3f}]  {g['verdict']}")
+    notes = [line for line in (load_note(outcome),) if line] + ([f"[{HOST_TIMER}]"] if outcome.host_timer else [])
+    head += "".join(f"\n{line}" for line in notes)  # the verdict stays the last line
     if fmt == "markdown":
         return head + "\n\n```\n" + "\n".join(rows) + "\n```"
     return head + "\n" + "\n".join(rows)
+
+
+def popcorn(outcome: Outcome) -> str:
+    """The leaderboard's key: value style: compare.N.* per case, then the geomean and check."""
+    lines = [f"# {HOST_TIMER}"] if outcome.host_timer else []
+    lines += [f"# {line}" for line in (load_note(outcome),) if line]
+    if outcome.error:
+        return "\n".join(lines + [f"error: {one_line(outcome.error)}", "check: fail"])
+    lines.append(f"compare-count: {len(outcome.cases)}")
+    for i, c in enumerate(outcome.cases):
+        lines += [f"compare.{i}.spec: {one_line(c.case)}", f"compare.{i}.a_mean: {c.a_mean_ns}",
+                  f"compare.{i}.b_mean: {c.b_mean_ns}", f"compare.{i}.ratio: {c.ratio}",
+                  f"compare.{i}.lo: {c.lo}", f"compare.{i}.hi: {c.hi}", f"compare.{i}.verdict: {c.verdict}"]
+    g = outcome.geomean
+    lines += [f"geomean.ratio: {g['ratio']}", f"geomean.lo: {g['lo']}", f"geomean.hi: {g['hi']}",
+              f"geomean.verdict: {g['verdict']}", "check: pass"]
+    return "\n".join(lines)

@@ -40,10 +40,40 @@ def install_optional() -> None:
             print(f"note: could not install {req} (optional: what needs it is skipped with a note)", file=sys.stderr)
 
 
+def install_harness() -> None:
+    """The harness itself, editable (`pip install -e . --no-deps`): `from eval import api` then works
+    from any folder, and `python -m eval` too. Skipped when this checkout is already the one
+    installed; a failure is a note (inside the repository everything works without it)."""
+    from importlib import metadata
+    from pathlib import Path
+
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    named = re.search(r'^name\s*=\s*"([^"]+)"', (root / "pyproject.toml").read_text(), re.M)
+    if not named:
+        return
+    try:
+        found = metadata.distribution(named[1])
+        direct = found.read_text("direct_url.json") or ""
+        if root.as_uri() in direct:
+            return
+    except metadata.PackageNotFoundError:
+        pass
+    command = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--retries", "1", "--timeout", "15",
+               "-e", str(root)]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    # a registry gives pip its build tools; without one, the setuptools and wheel already installed
+    if subprocess.call(command, **quiet) != 0 and subprocess.call([*command, "--no-build-isolation"], **quiet) != 0:
+        print(f"note: could not install the harness ({' '.join(command)}); `from eval import api` works from the "
+              f"repository's folder, or with PYTHONPATH={root}", file=sys.stderr)
+
+
 def main() -> int:
     todo = missing()
     if not todo:
         install_optional()
+        install_harness()
         return 0
     print(f"installing: {' '.join(todo)}", file=sys.stderr)
     done = subprocess.call([sys.executable, "-m", "pip", "install", "-q", *todo])
@@ -51,6 +81,7 @@ def main() -> int:
         print(f"error: pip could not install {' '.join(todo)}; install them by hand and rerun", file=sys.stderr)
         return 2
     install_optional()
+    install_harness()
     return 0
 
 

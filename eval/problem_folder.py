@@ -195,6 +195,10 @@ def find_root(explicit: str | os.PathLike | None = None) -> Path:
         root = Path.cwd().resolve()
     else:
         root = ROOT
+    if not root.exists():
+        raise ProblemError(f"problem folder {root} does not exist")
+    if not root.is_dir():
+        raise ProblemError(f"{root} is not a folder (give a problem folder: task.yml, task.py, reference.py)")
     missing = [f for f in ("task.yml", "task.py", "reference.py") if not (root / f).is_file()]
     if missing:
         raise ProblemError(f"{root} is not a problem folder: it lacks {', '.join(missing)} "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from eval import problem_folder, results, sol
+from eval import problem_folder, progress, results, sol
 from eval.cases import Case
 from eval.judge import modes
 from eval.judge.text import for_markdown, one_line
@@ -25,6 +25,7 @@ class Row:
     cases: list[CaseResult] = dataclasses.field(default_factory=list)
     reason: str | None = None
     speedup: float | None = None
+    incomplete: str | None = None  # Ctrl-C or SIGTERM stopped this submission's judging
 
 
 @dataclasses.dataclass
@@ -36,7 +37,15 @@ class Ranking:
 
 
 def rank(subs: list[Path], tests: list[Case], benches: list[Case], options: modes.Options) -> Ranking:
-    rows = [_evaluate(Path(sub), tests, benches, options) for sub in subs]
+    rows, stopped = [], None
+    with progress.steps(len(subs), "rank") as step:
+        for sub in subs:
+            step(Path(sub).name)
+            row = _evaluate(Path(sub), tests, benches, options)
+            rows.append(row)
+            if row.incomplete:  # Ctrl-C or SIGTERM: rank what was judged, say so
+                stopped = row.incomplete
+                break
     ranked = sorted((r for r in rows if r.geomean_ns), key=lambda r: r.geomean_ns)
     failed = [r for r in rows if not r.geomean_ns]
     base = next((r.geomean_ns for r in ranked if r.name == BASELINE), None)
@@ -47,11 +56,14 @@ def rank(subs: list[Path], tests: list[Case], benches: list[Case], options: mode
     results.write_text_new(md + "\n", MARKDOWN_PATH)
     chart = chart_png(ranked, labels, CHART_PATH)
     text = md + f"\n\nwritten: {MARKDOWN_PATH}" + (f", {chart}" if chart else "")
+    if stopped:
+        text += f"\nINCOMPLETE: {stopped}: {len(rows)} of {len(subs)} submission(s) judged"
     return Ranking(rows, ranked, failed, text)
 
 
 def _first_failure(record) -> str:
-    return one_line(record.error or next(f"{c.label}: {c.error}" for c in record.cases if not c.passed))
+    return one_line(record.error or next((f"{c.label}: {c.error}" for c in record.cases if not c.passed), None)
+                    or record.incomplete or "failed")
 
 
 def _evaluate(sub: Path, tests: list[Case], benches: list[Case], options: modes.Options) -> Row:
@@ -59,10 +71,12 @@ def _evaluate(sub: Path, tests: list[Case], benches: list[Case], options: modes.
     row = Row(name=sub.stem, path=str(sub))
     tested = modes.run_tests(sub, tests, options)
     row.gpu = tested.environment.gpu
+    row.incomplete = tested.incomplete
     if not tested.passed:
         row.reason = f"test failed: {_first_failure(tested)}"
         return row
     record = modes.run_benchmarks(sub, benches, options)
+    row.incomplete = record.incomplete
     sol.annotate(record)
     results.write_new(record.to_json(), results.record_stem("rank", str(sub)))
     row.cases = record.cases

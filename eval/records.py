@@ -120,6 +120,9 @@ class RunRecord:
     geomean_ns: float | None = None
     static: list[str] = field(default_factory=list)  # kernelguard findings that only warn
     sol_source: dict = field(default_factory=dict)
+    # Ctrl-C or SIGTERM mid-run: why the record holds fewer cases than asked for (never passed)
+    incomplete: str | None = None
+    specs: list[str] = field(default_factory=list)  # the spec lines of the cases asked for (popcorn's counts)
     import_s: float | None = None  # the submission's import in its first worker, builds included (also when it failed)
     cannot_run: str | None = None  # not judged: what this machine lacks ("helion (pip install helion)", "a CUDA GPU"; eval/needs.py)
 

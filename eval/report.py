@@ -32,6 +32,25 @@ def _us(ns) -> str:
     return "—" if ns is None else f"{ns / 1e3:.2f}"
 
 
+HOST_TIMER = "HOST TIMER: CPU wall time, not GPU kernel time"
+
+
+def host_timer(record: RunRecord) -> bool:
+    """Times taken with the host clock (no CUDA): every output says so."""
+    return not record.environment.cuda_available
+
+
+def log_line(record: RunRecord) -> str | None:
+    """Where the worker's log is (its stderr, a traceback), for a record that failed."""
+    from pathlib import Path
+
+    if record.passed or not record.log or not Path(record.log).is_file():
+        return None
+    from eval.results import shown
+
+    return f"log: {shown(record.log)}"
+
+
 def timer_note(record: RunRecord) -> str:
     env = record.environment
     where = env.gpu
@@ -44,13 +63,15 @@ def timer_note(record: RunRecord) -> str:
     if env.sandbox:
         note += f"; sandbox: {str(env.sandbox.get('sandbox level', 'off') if not env.sandbox.get('sandbox') else 'off').split(' ')[0].rstrip(':')}"
     if env.timer and not env.cuda_available:
-        note += "  [HOST TIMER: CPU wall time, not GPU kernel time]"
+        note += f"  [{HOST_TIMER}]"
     return note
 
 
 def notes(record: RunRecord) -> list[str]:
     """Warnings that belong under every format: sandbox gaps, static findings, narrow data."""
     lines = []
+    if record.incomplete:
+        lines.append(f"INCOMPLETE: {one_line(record.incomplete)}: the cases measured so far are kept")
     if record.timing.emulated:
         lines.append("EMULATED (--emulate-blackwell): " + "; ".join(map(one_line, record.timing.emulated))
                      + ": a correctness verdict; these times are emulated, not B200 times")
@@ -73,9 +94,17 @@ def notes(record: RunRecord) -> list[str]:
 # -- popcorn (the leaderboard's key: value lines) -------------------------------------------------
 
 def popcorn(record: RunRecord) -> str:
-    lines = [f"# {line}" for line in notes(record) if line.startswith(("EMULATED", "SANDBOX"))]
-    if record.error:
-        return "\n".join([*lines, f"error: {one_line(record.error)}", "check: fail"])
+    lines = [f"# {line}" for line in notes(record) if line.startswith(("EMULATED", "SANDBOX", "INCOMPLETE"))]
+    timer = [f"# {HOST_TIMER}"] if host_timer(record) else []  # before the check line, as the counts come first
+    if record.error:  # the submission did not load: every case asked for fails with that reason
+        kind = "test" if record.mode == "test" else "benchmark"
+        lines.append(f"{kind}-count: {len(record.specs)}")
+        for i, spec in enumerate(record.specs):
+            lines += [f"{kind}.{i}.spec: {spec}", f"{kind}.{i}.status: fail", f"{kind}.{i}.error: {one_line(record.error)}"]
+        lines.append(f"error: {one_line(record.error)}")
+        if log_line(record):
+            lines.append(f"# {log_line(record)}")
+        return "\n".join([*lines, *timer, "check: fail"])
     if record.mode == "test":
         lines.append(f"test-count: {len(record.cases)}")
         for i, case in enumerate(record.cases):
@@ -95,6 +124,9 @@ def popcorn(record: RunRecord) -> str:
             else:
                 lines.append(f"benchmark.{i}.status: fail")
                 lines.append(f"benchmark.{i}.error: {one_line(case.error)}")
+    if log_line(record):
+        lines.append(f"# {log_line(record)}")
+    lines += timer
     lines.append(f"check: {'pass' if record.passed else 'fail'}")
     return "\n".join(lines)
 
@@ -108,6 +140,9 @@ def table(record: RunRecord) -> str:
         console.print(f"{title}\n{'' if record.cannot_run else 'FAIL: '}{one_line(record.error)}", markup=False)
         for line in notes(record):
             console.print(line, markup=False)
+        console.print(timer_note(record), markup=False)
+        if log_line(record):
+            console.print(log_line(record), markup=False)
         console.print("check: cannot run here" if record.cannot_run else "check: fail")
         return console.file.getvalue()
     if record.mode == "test":
@@ -130,6 +165,8 @@ def table(record: RunRecord) -> str:
     for line in notes(record):
         console.print(line, markup=False)
     console.print(timer_note(record), markup=False)
+    if log_line(record):
+        console.print(log_line(record), markup=False)
     console.print(f"check: {'pass' if record.passed else 'fail'}")
     return console.file.getvalue()
 
@@ -186,7 +223,8 @@ def markdown(record: RunRecord) -> str:
     lines = [f"**{record.mode}** {for_markdown(record.submission)} — {for_markdown(timer_note(record))}",
              *[f"_{for_markdown(line)}_" for line in notes(record) if line.startswith("EMULATED")], ""]
     if record.error:
-        return "\n".join(lines + [f"{'' if record.cannot_run else 'FAIL: '}{for_markdown(record.error)}"])
+        return "\n".join(lines + [f"{'' if record.cannot_run else 'FAIL: '}{for_markdown(record.error)}",
+                                  *([for_markdown(log_line(record))] if log_line(record) else [])])
     if record.mode == "test" or any(c.passed and c.stats is None for c in record.cases):  # test, profile
         lines += ["| case | status | reason |", "|---|---|---|"]
         lines += [f"| {for_markdown(c.label)} | {c.status} | {for_markdown(c.error or '')} |" for c in record.cases]

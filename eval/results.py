@@ -16,6 +16,16 @@ from pathlib import Path
 
 from eval.cases import ROOT
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# every file the harness writes (records, reports, charts, logs) gets the mode a plain open() gives:
+# 0644 under the usual umask (mkstemp alone would leave 0600); batch's verdict JSONL is the exception
+FILE_MODE = 0o666 & ~_umask()
+
 RESULTS_DIR = Path(os.environ.get("EVAL_RESULTS_DIR", ROOT / "results"))  # tests point it elsewhere
 REQUIRED_KEYS = ("schema", "mode", "submission", "environment", "cases")
 
@@ -40,6 +50,15 @@ def git_commit() -> str | None:
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
+def shown(path) -> str:
+    """A path as a report shows it: relative to the repository when inside it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def now_stamp() -> str:
     return dt.datetime.now().strftime("%Y%m%d-%H%M%S")
 
@@ -55,6 +74,7 @@ def write_new(payload: dict, stem: str, directory: Path | None = None) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     text = json.dumps(payload, indent=1, sort_keys=False, default=_jsonable)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    os.fchmod(fd, FILE_MODE)
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
@@ -76,6 +96,7 @@ def write_text_new(text: str, path: Path) -> Path:
     """Atomically write a text/binary companion file, replacing only our own previous copy."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+    os.fchmod(fd, FILE_MODE)
     with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
         handle.write(text)
     os.replace(tmp, path)

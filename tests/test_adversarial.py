@@ -169,15 +169,29 @@ def _workers() -> set:
     return found
 
 
+def _descends_from(pid: int, ancestor: int) -> bool:
+    for _ in range(64):
+        if pid == ancestor:
+            return True
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return False
+        pid = int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+        if pid <= 1:
+            return False
+    return False
+
+
 def test_worker_never_outlives_its_judge():
     import time
 
     before = _workers()
     proc = _cli("test", str(ADV / "hangs.py"), "--cases", "smoke", "--timeout", "600")
     deadline = time.monotonic() + 120
-    while not (_workers() - before) and time.monotonic() < deadline:
+    while not {p for p in _workers() - before if _descends_from(p, proc.pid)} and time.monotonic() < deadline:
         time.sleep(0.5)
-    started = _workers() - before
+    started = {pid for pid in _workers() - before if _descends_from(pid, proc.pid)}  # this judge's, not another run's
     assert started, "no worker started"
     proc.kill()
     proc.wait()

@@ -23,7 +23,7 @@ def test_batch_judges_each_candidate_once_and_resumes(tmp_path):
     env.pop(problem_folder.DIR_ENV, None)
     command = [sys.executable, "-m", "eval", "batch", str(tmp_path / "hang.py"), str(tmp_path / "crash.py"),
                str(tmp_path / "cands.jsonl"), str(ROOT / "tests" / "adversarial" / "mutates_input.py"),
-               "--mode", "test", "--cases", "smoke", "--timeout", "20", "--jobs", "2", "-o", str(out)]
+               "--mode", "test", "--cases", "smoke", "--timeout", "45", "--jobs", "2", "-o", str(out)]
     first = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert first.returncode == 112, first.stdout[-2000:] + first.stderr[-2000:]  # not all passed
     lines = {e["id"]: e for e in map(json.loads, out.read_text().splitlines())}

@@ -7,13 +7,15 @@ import os
 import signal
 import subprocess
 import sys
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from eval import cases, rank, report
-from eval.judge import build_cache, modes
+from eval.judge import build_cache, channel, modes
 from eval.worker import build
 from tests.conftest import ROOT
 
@@ -57,16 +59,21 @@ def test_planting_leaves_no_trace_for_the_next_run(tmp_path):
         {m for m in before if not m.startswith(own + "/")}
 
 
-def test_private_folders_are_gone_after_the_run(tmp_path):
-    root = build.cache_root()
+def test_private_folders_are_gone_after_the_run(tmp_path, monkeypatch):
+    # this judge's own workers: their folders and build slots (other test runs on the machine start
+    # and close workers of their own, some with the same submission's slot)
+    made, private = [], channel.Private
 
-    def folders():
-        return {p for p in (root / "workers").glob("w-*")} | {p for p in (root / "slots").glob("*") if p.is_dir()}
+    def tracking(root, slot):
+        made.append(private(root, slot))
+        return made[-1]
 
-    before = folders()
+    monkeypatch.setattr(channel, "Private", tracking)
     record = modes.run_tests(TORCH_REF, smoke(), options(tmp_path))
     assert record.passed, reason(record)
-    assert not folders() - before, "a worker's private folder or build slot outlived it"
+    assert made and not [p.root for p in made if p.root.exists()], "a worker's private folder outlived it"
+    alive = {p for p in (build.cache_root() / "workers").glob("w-*.lock")}
+    assert not [p.builds for p in made if p.builds.exists() and not alive], "a build slot outlived every worker"
 
 
 def _victim():
@@ -116,9 +123,21 @@ def test_a_side_that_continues_itself_voids_the_comparison(tmp_path):
     11), so the judge measures what the stopped side ran and voids the comparison."""
     from eval import compare
 
-    # 100 runs a round: the stopped side's window lasts long enough for its escape to pass the 50 ms
-    # slack every time (2 runs a round gave windows of 15-60 ms, and the test passed only at times)
-    outcome = compare.compare(TORCH_REF, ADV / "freeze_escape_timer.py", smoke(), options(tmp_path, timeout=60.0), 2, 100)
+    # the window the escaping side is stopped in is made long by the side timed meanwhile, not by
+    # a count of runs: 20 calls that each sleep 60 ms hold it stopped 1.2 s a round, and its child
+    # (woken every 20 ms) runs far past the 50 ms slack even when other work shares the cores
+    folder = Path(tempfile.mkdtemp(prefix="slow-honest-"))  # readable by a worker's own uid (not pytest's 0700 tree)
+    folder.chmod(0o755)
+    slow = folder / "slow_honest.py"
+    slow.write_text("import importlib.util, time\n"
+                    f"_spec = importlib.util.spec_from_file_location('_honest', {str(TORCH_REF)!r})\n"
+                    "_honest = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_honest)\n\n\n"
+                    "def custom_kernel(data):\n    time.sleep(0.06)\n    return _honest.custom_kernel(data)\n")
+    slow.chmod(0o644)
+    try:
+        outcome = compare.compare(slow, ADV / "freeze_escape_timer.py", smoke(), options(tmp_path, timeout=60.0), 2, 20)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     assert outcome.error and "while it was stopped" in outcome.error, outcome.error
 
 
@@ -154,10 +173,10 @@ def test_the_judge_believes_the_hello_not_the_submission(tmp_path, monkeypatch):
 
 
 def test_an_import_that_hangs_ends_at_the_timeout(tmp_path):
-    started = time.monotonic()
+    # the reason is the timeout's own (no wall-clock window here: a busy machine stretches the
+    # judge's start-up, not the 5 s the judge itself counts)
     record = modes.run_tests(ADV / "import_hang.py", smoke(), options(tmp_path, timeout=5.0))
     assert "timed out after 5 s" in reason(record), reason(record)
-    assert time.monotonic() - started < 60
 
 
 def test_build_cache_entries_are_the_judges(tmp_path, monkeypatch):

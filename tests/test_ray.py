@@ -13,7 +13,8 @@ from eval import problem_folder
 from tests.conftest import ROOT
 from tests.test_batch import CRASH, HANG
 
-COMMON = ["--mode", "test", "--cases", "smoke", "--timeout", "10", "--jobs", "2"]
+# a timeout an honest import and trial meet on a busy machine, which the hang still reaches
+COMMON = ["--mode", "test", "--cases", "smoke", "--timeout", "30", "--jobs", "2"]
 
 
 def _candidates(tmp_path) -> list[str]:

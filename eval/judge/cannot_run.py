@@ -21,6 +21,8 @@ def explain_arch_failures(record: RunRecord) -> None:
     """On a GPU older than the contest's: name the Blackwell-only feature behind a failure (the
     original message moves to the detail)."""
     env = record.environment
+    if not env.cuda_available and record.submission and not record.passed and not record.cannot_run:
+        _explain_missing_gpu(record)
     if not env.cuda_available or not record.submission:
         return
     try:
@@ -88,3 +90,20 @@ def mark_cannot_run(record: RunRecord) -> None:
             record.error = f"{needs.PREFIX}needs {lacking}"
             record.passed = False
             return
+
+
+def _explain_missing_gpu(record: RunRecord) -> None:
+    """Without CUDA, a submission that needs a GPU (it builds CUDA, or imports Triton or the CuTe
+    DSL) fails every case: the record says so in its first line, with the first case's own reason."""
+    from eval.submissions import needs
+
+    try:
+        wanted = needs(Path(record.submission))
+    except OSError:
+        return
+    if "cuda" not in wanted:
+        return
+    first = record.error or next((c.error for c in record.cases if c.error), None)
+    uses = ", ".join(sorted(wanted - {"cuda"})) or "CUDA code"
+    record.error = (f"this submission needs a CUDA GPU (it uses {uses}) and this machine has none"
+                    + (f"; first failure: {first}" if first else ""))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from eval import problem_folder, results, sol
+from eval import problem_folder, progress, results, sol
 from eval.cases import Case, ranking_by
 from eval.judge import static_check, verdict
 from eval.judge.cannot_run import _missing_blackwell, explain_arch_failures, mark_cannot_run  # noqa: F401
@@ -104,23 +104,28 @@ def run_each_case(mode: str, submission: Path | None, cases: list[Case], options
                   runner: Runner | None = None) -> RunRecord:
     """call(runner, case_result) fills in one case; a failing case is recorded with its reason and
     the others still run. `passed` when every case passed."""
-    with runner_for(submission, options, runner) as runner:
+    with runner_for(submission, options, runner) as runner, progress.steps(len(cases), mode) as step:
         record = start_record(mode, submission, runner, options)
-        for i, case in enumerate(cases if not record.error else []):
-            result = new_case(case, options)
-            try:
-                call(runner, result)
-            except WorkerFailure as failure:
-                result.fail(failure.reason, failure.detail)
-            record.cases.append(result)
-            if not result.passed and _missing_blackwell(record, result, options):
-                for rest in cases[i + 1:]:  # the same build, the same GPU: every case would fail alike
-                    skipped = new_case(rest, options)
-                    skipped.fail(f"not run: {case.label} failed for want of Blackwell (the same for every case)")
-                    record.cases.append(skipped)
-                break
+        record.specs = [c.spec for c in cases]
+        try:
+            for i, case in enumerate(cases if not record.error else []):
+                step(case.label)
+                result = new_case(case, options)
+                try:
+                    call(runner, result)
+                except WorkerFailure as failure:
+                    result.fail(failure.reason, failure.detail)
+                record.cases.append(result)
+                if not result.passed and _missing_blackwell(record, result, options):
+                    for rest in cases[i + 1:]:  # the same build, the same GPU: every case would fail alike
+                        skipped = new_case(rest, options)
+                        skipped.fail(f"not run: {case.label} failed for want of Blackwell (the same for every case)")
+                        record.cases.append(skipped)
+                    break
+        except (KeyboardInterrupt, SystemExit) as stop:
+            mark_incomplete(record, stop, len(cases))
     mark_cannot_run(record)
-    record.passed = not record.error and bool(record.cases) and all(c.passed for c in record.cases)
+    record.passed = not record.incomplete and not record.error and bool(record.cases) and all(c.passed for c in record.cases)
     explain_arch_failures(record)
     return record
 
@@ -210,6 +215,14 @@ def _modified_input(data, hashes: dict, args: dict) -> str | None:
 def _writable_names(problem, writable: set, keys) -> str:
     names = [problem.input_name(i, keys) for i in sorted(writable)]
     return f" ({', '.join(names)})" if names else ""
+
+
+def mark_incomplete(record: RunRecord, stop: BaseException, expected: int) -> None:
+    """Ctrl-C or SIGTERM (a `timeout` around the command) mid-run: what was measured is kept, the
+    record says it is incomplete, and the command exits with the signal's code after writing it."""
+    how = "interrupted (Ctrl-C)" if isinstance(stop, KeyboardInterrupt) else f"stopped (exit {stop.code})"
+    record.incomplete = f"{how} after {len(record.cases)} of {expected} case(s)"
+    record.exit_code = 130 if isinstance(stop, KeyboardInterrupt) else int(stop.code or 1)
 
 
 def run_tests(submission: Path, cases: list[Case], options: Options, runner: Runner | None = None) -> RunRecord:
@@ -358,9 +371,10 @@ def run_benchmarks(submission: Path, cases: list[Case], options: Options, leader
     """The leaderboard's benchmark (or leaderboard) mode. Leaderboard mode runs the anti-cheat
     checks on every case first and draws a new input every timed run; it stops at the first failure
     as the leaderboard does."""
-    budget = budgets(leaderboard)
+    budget = options.budget or budgets(leaderboard)
     with runner_for(submission, options, runner) as runner:
         record = start_record("leaderboard" if leaderboard else "benchmark", submission, runner, options)
+        record.specs = [c.spec for c in cases]
         if not record.error and record.environment.cuda_available:
             from eval import baselines
 
@@ -369,8 +383,11 @@ def run_benchmarks(submission: Path, cases: list[Case], options: Options, leader
             except WorkerFailure as failure:
                 record.error = f"cannot measure this GPU's floors: {failure.reason}"
         if not record.error:
-            _benchmark_cases(runner, record, cases, options, budget, leaderboard)
-    if not record.error and options.baseline and record.environment.cuda_available:
+            try:
+                _benchmark_cases(runner, record, cases, options, budget, leaderboard)
+            except (KeyboardInterrupt, SystemExit) as stop:
+                mark_incomplete(record, stop, len(cases))
+    if not record.error and not record.incomplete and options.baseline and record.environment.cuda_available:
         _add_baseline(record, options)
     finish_record(record, len(cases))
     mark_cannot_run(record)
@@ -391,9 +408,16 @@ def budgets(leaderboard: bool) -> dict:
 
 def _benchmark_cases(runner: Runner, record: RunRecord, cases: list[Case], options: Options, budget: dict,
                      leaderboard: bool) -> None:
+    progress.phase(f"warm-up: untimed runs of {cases[0].label}")
     _warm_up(runner, new_case(cases[0], options), options, budget["warmup"])
     floors = sol.cached_floors(record.environment)
+    with progress.steps(len(cases), "timed runs") as step:
+        _time_cases(runner, record, cases, options, budget, leaderboard, floors, step)
+
+
+def _time_cases(runner, record, cases, options, budget, leaderboard, floors, step) -> None:
     for case in cases:
+        step(case.label)
         result = new_case(case, options)
         try:
             # the leaderboard's obligatory correctness call before each case's timing (benchmark and
@@ -443,7 +467,7 @@ def _add_baseline(record: RunRecord, options: Options) -> None:
 
 def finish_record(record: RunRecord, expected_cases: int) -> None:
     means = [c.stats.mean for c in record.cases if c.passed and c.stats]
-    record.passed = len(means) == expected_cases and expected_cases > 0
+    record.passed = len(means) == expected_cases and expected_cases > 0 and not record.incomplete
     record.geomean_ns = score(means, ranking_by()) if record.passed else None  # the score (task.yml's ranking_by)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from eval import problem_folder, results
+from eval import problem_folder, progress, results
 from eval.judge import verdict
 from eval.judge.wire import Reply, WorkerFailure
 from eval.judge.worker_start import DEFAULT_LOAD_TIMEOUT_S, WorkerProcess
@@ -48,6 +48,8 @@ class Options:
     # user chose the level (--sandbox LEVEL / EVAL_SANDBOX)
     require_full_sandbox: bool = False
     log_dir: Path = results.RESULTS_DIR / "logs"
+    budget: dict | None = None  # {"warmup": (runs, ns), "case": (runs, ns)} instead of the evaluator's (`run` on CPU)
+    host_cost: bool = True  # the back-to-back calls of the host-cost column
 
 
 SNAPSHOT_SLACK = 16  # an output may be a view into a buffer this many times its size (or 1 MiB)
@@ -68,6 +70,15 @@ def reply_limit(op: str, payload: dict) -> int:
     return 2 * calls * per_call
 
 
+def _say_if_building() -> None:
+    """A progress line before the harness's compiled loop is built (once per machine, minutes)."""
+    from eval.worker import build
+
+    name = build.module_name()
+    if progress.enabled() and not (build.cache_root() / "native" / name / f"{name}.so").is_file():
+        progress.phase("building the harness's C++ timing loop (once per machine: 1-2 minutes on a small CPU)")
+
+
 class Runner:
     """One submission's worker, restarted on demand after a failure."""
 
@@ -82,6 +93,9 @@ class Runner:
 
     def ensure(self) -> dict:
         if not self.worker.alive():
+            _say_if_building()
+            progress.phase(f"starting a worker: importing {Path(self.submission).name if self.submission else 'the harness'}"
+                           " (builds included)")
             self.info = self.worker.start(self.options.load_timeout, import_timeout=self.options.timeout)
         return self.info
 
@@ -183,5 +197,5 @@ def runs_params(args: dict, options: Options, budget: tuple, fresh_seeds: bool, 
         "canary": canaries(args) if check else [], "check": check, "seed": int(args["seed"]),
         "fresh_seeds": fresh_seeds, "batch": options.batch if options.method == "batched" else 1,
         "max_repeats": int(max_repeats), "max_time_ns": float(max_time_ns), "wall_cap_ns": float(options.wall_cap_s) * 1e9,
-        "host_calls": host_calls,
+        "host_calls": host_calls if options.host_cost else 0,
     }

@@ -44,6 +44,8 @@ static bool is_plain_tensor(PyObject* o) {
 static const at::Tensor& unpack(PyObject* o) { return THPVariable_Unpack(o); }
 
 static std::string plain_tensor_problem(PyObject* o) {
+  if (!o || !PyObject_TypeCheck(o, (PyTypeObject*)S.tensor_type))
+    return std::string("output is a ") + (o ? Py_TYPE(o)->tp_name : "null") + ", not a torch.Tensor";
   if (!is_plain_tensor(o))
     return std::string("output is a ") + Py_TYPE(o)->tp_name + ", not a plain torch.Tensor (a subclass that overrides behaviour)";
   const at::Tensor& t = unpack(o);

@@ -1,0 +1,195 @@
+"""The error contract, walked command by command: every usage or input error is one line on stderr,
+no traceback, exit 2; a GPU-only command without a GPU exits 3; a failing run names its log.
+Each bad input here is one a new user typed (issue #38), or one like it for another command."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import HAS_CUDA, ROOT
+
+SUB = "submission/torch_ref.py"
+
+
+@pytest.fixture
+def inproc(monkeypatch, capsys):
+    """The command line in this process (no interpreter and torch import per call): (exit code,
+    stdout, stderr). State the command sets up (the secret seed, the problem folder, SIGTERM's
+    handler) is reset around each call."""
+    from eval import cases, cli, problem_folder
+
+    monkeypatch.chdir(ROOT)
+    term = signal.getsignal(signal.SIGTERM)
+
+    def call(*args, env=None):
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        cases._SECRET.clear()
+        os.environ.pop(problem_folder.DIR_ENV, None)
+        capsys.readouterr()
+        try:
+            cli.cli(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            signal.signal(signal.SIGTERM, term)
+            cases._SECRET.clear()
+            for key in env or {}:
+                monkeypatch.delenv(key, raising=False)
+            os.environ.pop(problem_folder.DIR_ENV, None)  # what --problem set (not monkeypatch's to restore)
+            problem_folder.use(None)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return call
+
+
+@pytest.fixture
+def worker_readable():
+    """A folder a worker's own uid can read (pytest's tmp tree is 0700 above it)."""
+    folder = Path(tempfile.mkdtemp(prefix="errors-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_cli(*args, env=None, cwd=ROOT, timeout=300, pass_fds=()):
+    environ = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "eval", *args], capture_output=True, text=True, cwd=cwd,
+                          env=environ, timeout=timeout, pass_fds=pass_fds)
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    base = tmp_path_factory.mktemp("bad")
+    empty_task = base / "empty_task"
+    empty_task.mkdir()
+    (empty_task / "task.yml").write_text("")
+    for name in ("task.py", "reference.py"):
+        (empty_task / name).write_text((ROOT / name).read_text())
+    not_json = base / "result.json"
+    not_json.write_text("{not json")
+    empty_dir = base / "nothing"
+    empty_dir.mkdir()
+    a_file = base / "file.txt"
+    a_file.write_text("x")
+    return {"empty_task": empty_task, "not_json": not_json, "empty_dir": empty_dir, "file": a_file}
+
+
+# (what a new user typed, the words the one line must hold)
+CASES = [
+    (["test", "nonexistent.py"], "does not exist"),
+    (["test"], "Missing argument"),
+    (["test", SUB, "--bogus"], "No such option"),
+    (["test", SUB, "--no-such-flag", "1"], "No such option"),
+    (["test", SUB, "--cases", "nosuch"], "unknown case set"),
+    (["test", SUB, "--cases", "benchmarks:9"], "give an index"),
+    (["test", SUB, "--dist", "nosuch"], "--dist nosuch"),
+    (["test", SUB, "--timeout", "0"], "--timeout must be positive"),
+    (["test", SUB, "--timeout", "abc"], "not a valid float"),
+    (["test", SUB, "--format", "nosuch"], "Invalid value for '--format'"),
+    (["benchmark", SUB, "--batch", "0", "--timing", "batched"], "--batch must be at least 1"),
+    (["leaderboard", SUB, "--gap-us", "-1"], "--gap-us must be >= 0"),
+    (["run", "nonexistent.py"], "does not exist"),
+    (["profile", SUB, "--cases", "nosuch"], "unknown case set"),
+    (["compare", SUB], "Missing argument"),
+    (["compare", SUB, SUB, "--rounds", "0"], "--rounds must be >= 1"),
+    (["compare", "{not_json}", SUB], "is not JSON"),
+    (["rank", "nonexistent.py"], "does not exist"),
+    (["accuracy", SUB, "--cases", "nosuch"], "unknown case set"),
+    (["tune", SUB, "--runs", "1"], "--runs must be >= 2"),
+    (["batch"], "Missing argument"),
+    (["batch", SUB, "--jobs", "0"], "--jobs must be at least 1"),
+    (["conform", "{empty_dir}"], "holds no problem folder"),
+    (["conform", "/nonexistent"], "does not exist"),
+    (["nosuchcommand"], "No such command"),
+    (["--problem", "/nonexistent", "test", SUB], "problem folder /nonexistent does not exist"),
+    (["--problem", "{file}", "test", SUB], "is a file"),
+    (["--problem", "{empty_task}", "test", SUB], "task.yml is empty"),
+]
+
+
+@pytest.mark.parametrize("args,words", CASES, ids=[" ".join(a) for a, _ in CASES])
+def test_a_usage_error_is_one_line_and_exit_2(args, words, folders, inproc):
+    code, out, err = inproc(*[a.format(**folders) for a in args])
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("error: ") and words in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("env,words", [({"POPCORN_SEED": "abc"}, "POPCORN_SEED='abc' is not an integer"),
+                                       ({"POPCORN_FD": "abc"}, "POPCORN_FD='abc' is not an open file descriptor"),
+                                       ({"POPCORN_FD": "987"}, "POPCORN_FD='987' is not an open file descriptor")])
+def test_a_bad_environment_is_one_line_and_exit_2(env, words):
+    done = run_cli("test", SUB, "--cases", "smoke", env=env)  # its own process: read at start-up
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and lines == [f"error: {words}"], done.stderr
+
+
+def test_the_empty_task_file_is_named_with_its_path(folders, inproc):
+    _, _, err = inproc("--problem", str(folders["empty_task"]), "test", SUB)
+    assert str(folders["empty_task"] / "task.yml") in err
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="checks the machine without a GPU")
+def test_a_gpu_only_command_without_a_gpu_exits_3(inproc):
+    code, _, err = inproc("sol")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 3 and len(lines) == 1 and "needs a CUDA GPU" in lines[0], err
+
+
+def test_help_and_no_arguments_are_not_errors(inproc):
+    assert inproc("--help")[0] == 0
+    code, out, _ = inproc()
+    assert code == 0 and "Commands:" in out
+
+
+def test_a_returned_list_is_named_and_the_failure_names_its_log(tmp_path, worker_readable):
+    """A list output is judged as a structure (not "a subclass that overrides behaviour"); the report
+    points at the worker's log; popcorn lines go to POPCORN_FD too, with --no-tui accepted."""
+    sub = worker_readable / "returns_list.py"
+    sub.write_text("def custom_kernel(data):\n    return [data[-1]]\n")
+    sub.chmod(0o644)
+    read, write = os.pipe()
+    done = run_cli("test", str(sub), "--cases", "smoke", "--no-tui", env={"POPCORN_FD": str(write),
+                   "EVAL_RESULTS_DIR": str(tmp_path / "results")}, pass_fds=(write,))
+    os.close(write)
+    with os.fdopen(read) as handle:
+        lines = handle.read().splitlines()
+    assert done.returncode == 112, done.stderr
+    # a list is a structure the problem's checker judges (here: the pre-filled output, unchanged)
+    assert "subclass that overrides" not in done.stdout and "returned the pre-filled c unchanged" in done.stdout
+    assert "log: " in done.stdout
+    log = next(line for line in done.stdout.splitlines() if line.startswith("log: ")).split("log: ", 1)[1]
+    assert Path(log if Path(log).is_absolute() else ROOT / log).is_file()
+    assert "test-count: 2" in lines and "check: fail" in lines
+    assert "test.0.status: fail" in lines
+
+
+def test_a_load_failure_in_popcorn_format_keeps_the_counts(tmp_path, worker_readable):
+    sub = worker_readable / "broken.py"
+    sub.write_text("def custom_kernel(data:\n")
+    sub.chmod(0o644)
+    done = run_cli("test", str(sub), "--cases", "smoke", "--format", "popcorn",
+                   env={"EVAL_RESULTS_DIR": str(tmp_path / "results")})
+    lines = done.stdout.splitlines()
+    assert done.returncode == 112
+    assert "test-count: 2" in lines and "test.1.status: fail" in lines and lines[-1] == "check: fail"
+    assert "# HOST TIMER: CPU wall time, not GPU kernel time" in lines or HAS_CUDA
+    records = list((tmp_path / "results").glob("*.json"))  # test writes its record too, mode 0644
+    assert records and all(oct(p.stat().st_mode & 0o777) == oct(0o666 & ~_umask()) for p in records)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
