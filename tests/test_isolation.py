@@ -68,7 +68,9 @@ def test_private_folders_are_gone_after_the_run(tmp_path, monkeypatch):
         made.append(private(root, slot))
         return made[-1]
 
-    monkeypatch.setattr(channel, "Private", tracking)
+    from eval.judge import worker_start
+
+    monkeypatch.setattr(worker_start, "Private", tracking)  # where WorkerProcess looks it up
     record = modes.run_tests(TORCH_REF, smoke(), options(tmp_path))
     assert record.passed, reason(record)
     assert made and not [p.root for p in made if p.root.exists()], "a worker's private folder outlived it"

@@ -26,6 +26,22 @@ def landlock_proc_readonly():
     dev = [p for p in glob.glob('/dev/nvidia*')] + ['/dev/null', '/dev/zero', '/dev/urandom', '/dev/shm', '/tmp']
     libc.prctl(38, 1, 0, 0, 0)
     return sandbox._landlock(os.uname().machine, dev, None, [])
+def landlock_leave(path, truncate):
+    # Landlock as the worker's first domain: writes below dev/tmp, and file writes below `path` (and truncation)
+    from eval.worker import sandbox
+    dev = [p for p in glob.glob('/dev/nvidia*')] + ['/dev/null', '/dev/zero', '/dev/urandom', '/dev/shm', '/tmp']
+    libc.prctl(38, 1, 0, 0, 0)
+    nr = sandbox.SYS[os.uname().machine]
+    real = sandbox._add_rule
+    def add(nr_, ruleset, p, rights):
+        real(nr_, ruleset, p, rights)
+        if p == dev[-1]:
+            real(nr_, ruleset, path, sandbox._LL_WRITE_FILE | ((1 << 14) if truncate else 0))
+    sandbox._add_rule = add
+    try:
+        return sandbox._landlock(os.uname().machine, dev, None, [])
+    finally:
+        sandbox._add_rule = real
 def torch_kernel():
     import torch
     try:
@@ -70,6 +86,14 @@ int pthread_setname_np(pthread_t t, const char* name) {
   return (rc == EACCES || rc == ENOENT || rc == EPERM) ? 0 : rc;
 }
 """
+LEAVES = {
+    "leave /proc/self/task write: cuInit": "print(landlock_leave('/proc/self/task', False), '|', cuinit())",
+    "leave /proc/self/task write+truncate: cuInit": "print(landlock_leave('/proc/self/task', True), '|', cuinit())",
+    "leave /proc/self write+truncate: cuInit": "print(landlock_leave('/proc/self', True), '|', cuinit())",
+    "leave /proc write+truncate: cuInit": "print(landlock_leave('/proc', True), '|', cuinit())",
+    "pid ns own /proc, leave /proc/self w+t: cuInit": "p = pidns(True); print(p, landlock_leave('/proc/self', True), '|', cuinit())",
+}
+SCENARIOS.update(LEAVES) if __import__('os').environ.get('PROBE_LEAVES') else None
 SHIMMED = {
     "shim: Landlock (/proc read-only), then cuInit, torch": "print(landlock_proc_readonly(), '|', cuinit(), '|', torch_kernel())",
     "shim: pid ns own /proc, Landlock, cuInit, torch": "p = pidns(True); print(p, landlock_proc_readonly(), '|', cuinit(), '|', torch_kernel())",

@@ -187,7 +187,7 @@ def _end_like(report: bytes) -> None:
 
 def start_driver() -> str:
     """cuInit(0) through libcuda, at full after the per-thread layers (its thread is born inside them)
-    and before torch. Landlock must then let this process write its own /proc/<pid>/task (cuInit
+    and before torch. Landlock must then let this process write its own /proc/<pid> (cuInit
     names the thread it starts there, and fails with CUresult 304 where it may not) and /proc must be
     the worker's own PID namespace's (_own_proc). Torch's later cuInit finds it done. No GPU, no
     driver: nothing to do. (The device files must exist already: with no_new_privs and no
@@ -268,16 +268,16 @@ def seal_landlock(applied: dict, writable: list[str], readable: list[str] | None
     threads = len(os.listdir("/proc/self/task"))
     sealed = _landlock(platform.machine(), writable, readable, listable)
     if not sealed.startswith("on"):
-        applied["landlock"] = f"partly: {sealed} (every thread may write its own /proc/<pid>/task)"
+        applied["landlock"] = f"partly: {sealed} (every thread may write its own /proc/<pid>)"
         return applied
     if threads > 1 and (uid is not None or os.geteuid() != 0):
         # its uid's /proc/<pid> files are root's once the uid changes (not dumpable, and seccomp keeps
         # it so): the leave reaches no mem file
         applied["threads"] = (f"one (every layer binds every later thread; CUDA's driver started {threads - 1} "
-                              "inside them at cuInit, with leave to write the worker's own /proc/<pid>/task: "
+                              "inside them at cuInit, with leave to write the worker's own /proc/<pid>: "
                               "thread names, never mem: the uid owns none of those files)")
     elif threads > 1:
-        applied["threads"] = (f"{threads - 1} of CUDA's driver may write the worker's own /proc/<pid>/task, mem "
+        applied["threads"] = (f"{threads - 1} of CUDA's driver may write the worker's own /proc/<pid>, mem "
                               "included, and root is kept: a submission that gets code onto them writes past page "
                               "protections (make the tree readable by an unprivileged uid)")
     return applied
@@ -452,8 +452,8 @@ def _landlock(arch: str, writable: list[str], readable: list[str] | None = None,
               thread_names: bool = False) -> str:
     """Writes only below `writable` (device files there: written, never replaced); with a read
     list, reads and execution only of `writable` and `readable`, and listing of `listable`.
-    thread_names: also file writes below this process's /proc/<pid>/task (cuInit's thread names;
-    seal_landlock takes it back)."""
+    thread_names: also file writes (and truncation) below this process's /proc/<pid> (cuInit's thread
+    names; seal_landlock takes it back)."""
     if arch not in SYS:
         return f"unavailable (architecture {arch})"
     nr = SYS[arch]
@@ -482,8 +482,8 @@ def _landlock(arch: str, writable: list[str], readable: list[str] | None = None,
             _add_rule(nr, ruleset, path, _LL_READ)
         for path in listable if reads else ():
             _add_rule(nr, ruleset, path, _LL_READ_DIR)
-        if thread_names:
-            _add_rule(nr, ruleset, "/proc/self/task", _LL_WRITE_FILE | reads)
+        if thread_names:  # cuInit names its thread: /proc/self/task/<tid>/comm, opened to write and truncate
+            _add_rule(nr, ruleset, "/proc/self", _LL_WRITE_FILE | (1 << 14 if abi >= 3 else 0) | reads)
         if _libc.syscall(nr["landlock_restrict_self"], ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             return f"unavailable ({_err()})"
     finally:
