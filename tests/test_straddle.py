@@ -1,5 +1,7 @@
 """#40: work the submission left running off the timed stream, seen as a longer L2 flush before the
 start event (eval/judge/modes.py straddle_*; the GPU side is tests/adversarial/l2_*.py). CPU only."""
+import os
+
 from eval.judge import modes
 
 REF = 100_000.0  # an idle flush of 100 us
@@ -44,3 +46,19 @@ def test_judge_runs_adds_the_excess_to_the_samples():
     assert samples == [20_000.0, 20_000.0]
     samples, reason = modes.judge_runs(_Reply(runs, REF, wait=0.0), {"m": 1})  # --gap-us 0: not judged
     assert samples == [20_000.0, 20_000.0]
+
+
+def test_only_workers_that_may_share_this_gpu_are_neighbours(monkeypatch, tmp_path):
+    """A neighbour on another GPU (its own CUDA_VISIBLE_DEVICES) does not excuse a flush that ran long
+    here; one on the same GPU, or one that sees every GPU, does."""
+    from eval.judge import lifecycle
+
+    monkeypatch.setenv("EVAL_CACHE", str(tmp_path))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    other = lifecycle.Claim()
+    other.started(os.getpid(), None, True)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert lifecycle._live_workers(None, same_gpu=True) == 0 and lifecycle._live_workers(None) == 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert lifecycle._live_workers(None, same_gpu=True) == 1
+    other.release()

@@ -139,8 +139,9 @@ class Claim:
 
     def started(self, session: int, uid: int | None, gpu: bool = True) -> None:
         """Record the worker's session (its pid, with the start time that tells it from a later
-        process of the same number), uid, and whether it sees the GPU."""
-        record = {"session": session, "started": _start_time(session), "uid": uid, "gpu": gpu}
+        process of the same number), uid, whether it sees the GPU, and which (CUDA_VISIBLE_DEVICES)."""
+        record = {"session": session, "started": _start_time(session), "uid": uid, "gpu": gpu,
+                  "device": os.environ.get("CUDA_VISIBLE_DEVICES")}
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, json.dumps(record).encode(), 0)
 
@@ -151,9 +152,11 @@ class Claim:
             os.close(self.fd)
 
 
-def _live_workers(own: "Claim | None") -> int:
+def _live_workers(own: "Claim | None", same_gpu: bool = False) -> int:
     """How many other workers on this machine that see the GPU have a judge alive (their lock files
-    are held; a build-only worker, or one not started yet, is no neighbour on the GPU)."""
+    are held; a build-only worker, or one not started yet, is no neighbour on the GPU). same_gpu:
+    only those that may share this judge's GPU (the same CUDA_VISIBLE_DEVICES, or either sees all)."""
+    mine = os.environ.get("CUDA_VISIBLE_DEVICES")
     workers = build.cache_root() / "workers"
     count = 0
     for lock in workers.glob("w-*.lock") if workers.is_dir() else ():
@@ -167,7 +170,9 @@ def _live_workers(own: "Claim | None") -> int:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # free: its judge is gone (sweep_dead's)
         except OSError:
             try:
-                count += bool(json.loads(os.pread(fd, 4096, 0) or b"{}").get("gpu"))
+                record = json.loads(os.pread(fd, 4096, 0) or b"{}")
+                theirs = record.get("device")
+                count += bool(record.get("gpu")) and (not same_gpu or not mine or not theirs or theirs == mine)
             except (OSError, ValueError, AttributeError):
                 pass
         finally:
