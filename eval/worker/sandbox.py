@@ -3,11 +3,11 @@ the kernel binds to the calling thread and its later threads: namespaces, capabi
 apply_late after CUDA has started (uid and seccomp, which reach every thread) and before the
 submission is imported. Standard library only (ctypes).
 
-LEVEL, the judge's first choice first (it steps down while CUDA does not work inside the sandbox):
-  full        the per-thread layers first (Landlock with leave to write the worker's own
-              /proc/<pid>/task, where cuInit names its thread), then CUDA's driver (cuInit through
-              libcuda), then Landlock again without that leave, then torch: every thread torch and
-              CUDA start is inside every layer (measured on the H100, 2026-11-27: docs/sandbox-gpu.md)
+LEVEL (eval/judge/levels.py finds the one this machine reaches, once, and keeps it):
+  full        the per-thread layers first (Landlock with leave to write and truncate files below the
+              worker's own /proc/<pid>, where cuInit names its thread), then CUDA's driver (cuInit
+              through libcuda), then Landlock again without that leave, then torch: every thread torch
+              and CUDA start is inside every layer (H100 and H200, 2026-11-27: docs/sandbox-gpu.md)
   cuda-first  torch and the CUDA context first, then every layer: threads started before the
               sandbox (the driver's, a BLAS pool's) are outside the per-thread layers, and the
               "threads" entry says how many (the order that works where "full" breaks CUDA)
@@ -257,11 +257,12 @@ def apply_early(writable: list[str], uid: int | None, level: str = "full", reada
 
 def seal_landlock(applied: dict, writable: list[str], readable: list[str] | None, listable: list[str],
                   uid: int | None = None) -> dict:
-    """At full, after cuInit: Landlock once more, without leave to write the worker's own
-    /proc/<pid>/task (Landlock domains stack: this thread and every thread it starts later hold both,
-    so only the driver's own cuInit thread keeps that leave). cuInit names the thread it starts by
-    writing /proc/self/task/<tid>/comm and fails with CUresult 304 where it may not (measured on the
-    H100, 2026-11-27); the threads started later are named only where they may be, and work unnamed."""
+    """At full, after cuInit: Landlock once more, without leave to write the worker's own /proc/<pid>
+    (Landlock domains stack: this thread and every thread it starts later hold both, so only the
+    driver's own cuInit thread keeps that leave). cuInit names the thread it starts by opening
+    /proc/self/task/<tid>/comm to write and truncate, and fails with CUresult 304 where it may not
+    (H100, H200, 2026-11-27); the threads started later are named only where they may be, and work
+    unnamed."""
     applied = dict(applied)
     if not str(applied.get("landlock", "")).startswith("on"):
         return applied
