@@ -20,9 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from eval.judge import levels
+from eval.judge import levels, worker_start
 from eval.judge.channel import WorkerFailure, WorkerProcess
 from eval.worker.sandbox import LAYERS
+
+ZYGOTE_PHASE = worker_start.ZYGOTE_PHASE
 
 
 @dataclasses.dataclass
@@ -36,6 +38,7 @@ class Start:
     error: str = ""
     gpu: str = ""
     phases: dict = dataclasses.field(default_factory=dict)
+    started_by: str = ""
 
     @property
     def driver(self) -> str:
@@ -55,10 +58,12 @@ def hello(level: str, skip: tuple[str, ...] = (), log_dir: Path | None = None) -
     started = time.monotonic()
     try:
         info = worker._hello(level)
-        seconds = time.monotonic() - started
+        phases = dict(info.get("start phases") or {})
+        seconds = time.monotonic() - started - phases.get(ZYGOTE_PHASE, 0.0)  # the zygote's start: said apart
         error = "" if info.get("cuda") else str(info.get("cuda_error") or "no CUDA in the worker")
         return Start(level, skip, bool(info.get("cuda")), seconds, dict(info.get("sandbox") or {}), error,
-                     str(info.get("gpu", "")), dict(info.get("start phases") or {}))
+                     str(info.get("gpu", "")), {k: v for k, v in phases.items() if k != ZYGOTE_PHASE},
+                     str(info.get("started by", "")))
     except WorkerFailure as exc:
         return Start(level, skip, False, time.monotonic() - started, {}, f"{exc.reason} {exc.detail}".strip())
     finally:
@@ -139,6 +144,15 @@ def main(workers: int = 16, skip: tuple[str, ...] = (), bisect: bool = False, jo
     say(f"machine: kernel {report['kernel']}; NVIDIA driver: {report['driver']}; "
         f"{'root' if report['root'] else 'not root'}; CUDA in the judge: {'yes' if report['cuda in the judge'] else 'no'}")
     problems = []
+    began = time.monotonic()
+    forks = worker_start.warm_zygote()
+    if forks is not None and forks.ready():
+        report["zygote s"] = round(time.monotonic() - began, 2)
+        say(f"zygote (Python and import torch, once per judge; each worker is forked from it): {report['zygote s']:.1f} s")
+    else:
+        report["zygote s"] = None
+        say("zygote: " + (f"could not start ({forks.failure}): " if forks is not None else "off (EVAL_ZYGOTE=0): ")
+            + "each worker starts Python and torch anew")
     if bisect:
         bisect_level = "full"
         rows = bisect_layers(bisect_level, jobs, log_dir)
@@ -166,7 +180,7 @@ def main(workers: int = 16, skip: tuple[str, ...] = (), bisect: bool = False, jo
             + (f" (kept in {levels.cache_file()})" if level and cuda_expected() else ""))
         for t in tried[:-1]:
             say(f"  tried {t.level}: {_line(t)}")
-        say(f"worker start at {best.level}: {best.seconds:.1f} s ("
+        say(f"worker start at {best.level}: {best.seconds:.1f} s, {best.started_by or 'python'} ("
             + ", ".join(f"{k} {v:.2f}" for k, v in best.phases.items()) + ")")
         say("layers:")
         for k, v in best.layers.items():

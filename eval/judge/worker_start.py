@@ -36,7 +36,7 @@ from pathlib import Path
 
 from eval import problem_folder
 from eval.cases import ROOT
-from eval.judge import build_cache, disk_quota, levels, text, worker_log
+from eval.judge import build_cache, disk_quota, levels, text, worker_log, zygote
 from eval.judge.accounting import _processes
 from eval.judge.file_policy import _device_paths, _readable_by_others, _readable_paths, _user_paths
 from eval.judge.lifecycle import Claim, Control, _kill_rest, _live_workers, sweep_dead
@@ -52,9 +52,7 @@ WORKER_UIDS = (1_000_000_000, 100_000_000)  # first uid and how many: a uid of i
 BOOT = ("import os,sys,runpy;sys.path[:0]=os.environ['EVAL_WORKER_PATH'].split(os.pathsep);"
         "runpy.run_module('eval.worker',run_name='__main__',alter_sys=True)")
 SANDBOX_LEVELS = levels.LEVELS  # eval/judge/levels.py: the machine's level, found once and kept
-ENV_PASSED = ("PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS",
-              "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH")
-ENV_PREFIXES = ("CUDA_", "NVIDIA_", "CUTE_DSL_", "CUTLASS_")
+ENV_PASSED, ENV_PREFIXES = zygote.ENV_PASSED, zygote.ENV_PREFIXES  # the judge's environment workers get
 
 
 def make_judge_undumpable() -> None:
@@ -63,6 +61,14 @@ def make_judge_undumpable() -> None:
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
     except (OSError, AttributeError):
         pass
+
+
+def warm_zygote() -> zygote.Zygote | None:
+    """The judge's zygote (eval/judge/zygote.py), started if it is not: call it early, so that its
+    `import torch` runs beside the judge's own work. Its environment is the workers' filtered one
+    (ENV_PASSED and ENV_PREFIXES): nothing else of the judge's is in its memory, which every worker
+    inherits."""
+    return zygote.warm(zygote.environment())
 
 
 def worker_uid(submission: Path | None) -> int | None:
@@ -212,6 +218,7 @@ class WorkerProcess(Requests, Control):
         self._frozen_at: dict[int, int] | None = None  # CPU time of its processes when last stopped
         self._store_builds = False  # set once the import succeeded: its builds are kept at close
         self._built_by = 0  # when the import ended (ns): files changed later are not kept
+        self.started_by = ""  # "zygote ..." (forked from the judge's zygote, eval/judge/zygote.py) or "python"
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, load_timeout: float = DEFAULT_LOAD_TIMEOUT_S, import_timeout: float | None = None) -> dict:
@@ -321,15 +328,23 @@ class WorkerProcess(Requests, Control):
         writable = [str(private.root), str(private.builds), *_device_paths()]
         readable, listable = _readable_paths(self.submission, lib.path)
         paths = json.dumps({"write": writable, "read": readable, "list": listable, "skip": list(self.skip)})
-        cmd = [sys.executable, "-I", "-B", "-c", BOOT, str(req_r), str(rep_w), str(key_r), str(lib.path), level,
-               str(uid if uid is not None else -1), paths]
+        args = [str(lib.path), level, str(uid if uid is not None else -1), paths]
         self.log = worker_log.LogPump(self.log_path)
-        spawned = time.monotonic()
-        self.process = subprocess.Popen(
-            cmd, pass_fds=(req_r, rep_w, key_r), stdin=subprocess.DEVNULL, stdout=self.log.write_fd,
-            stderr=self.log.write_fd, env=_worker_env(private, self.gpu), cwd=str(private.tmp),
-            start_new_session=True,
-        )
+        env = _worker_env(private, self.gpu)
+        forks = warm_zygote()
+        waited = time.monotonic()
+        if forks is not None and not forks.ready():  # its import of torch, once per judge
+            forks = None
+        waited, spawned = time.monotonic() - waited, time.monotonic()
+        self.process = forks.spawn(args, env, str(private.tmp), [self.log.write_fd, req_r, rep_w, key_r]) \
+            if forks else None
+        self.started_by = "zygote (torch imported once per judge)" if self.process else "python"
+        if self.process is None:  # no zygote here (EVAL_ZYGOTE=0, or it could not start): Python and torch anew
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-B", "-c", BOOT, str(req_r), str(rep_w), str(key_r), *args],
+                pass_fds=(req_r, rep_w, key_r), stdin=subprocess.DEVNULL, stdout=self.log.write_fd,
+                stderr=self.log.write_fd, env=env, cwd=str(private.tmp), start_new_session=True,
+            )
         self.claim.started(self.process.pid, uid, self.gpu)
         self.log.started()
         self.disk = self._watch_disk(private, uid)
@@ -338,7 +353,10 @@ class WorkerProcess(Requests, Control):
         self.request_fd, self.reply_fd = req_w, rep_r
         reply = self.request("hello", {"emulate": self.emulate}, DEFAULT_HELLO_TIMEOUT_S)
         self.info = _parse_info(reply.header.get("text"))
-        self.info["start phases"] = _phases(began, spawned, self.info.pop("start stamps", None))
+        self.info["start phases"] = _phases(began + waited, spawned, self.info.pop("start stamps", None))
+        if forks is not None:  # the zygote's start, where this worker waited for it (once per judge)
+            self.info["start phases"] = {ZYGOTE_PHASE: round(waited, 3), **self.info["start phases"]}
+        self.info["started by"] = self.started_by
         if isinstance(self.info.get("sandbox"), dict) and self.disk is not None:  # kept by the judge, not the worker
             self.info["sandbox"]["disk quota"] = self.disk_layer
         return self.info
@@ -387,6 +405,7 @@ class WorkerProcess(Requests, Control):
         return self.process is not None and self.process.poll() is None
 
 
+ZYGOTE_PHASE = "zygote (import torch, once)"  # the start phase where a worker waited for the zygote
 DEFAULT_HELLO_TIMEOUT_S = 300.0  # python, torch and CUDA start (seconds on a cold machine)
 
 
