@@ -69,11 +69,27 @@ def install_harness() -> None:
               f"repository's folder, or with PYTHONPATH={root}", file=sys.stderr)
 
 
+def build_native() -> None:
+    """The worker's compiled part (eval/worker/build.py), built now rather than by the first judge: a
+    first run's answer then waits for no build of ours (30 s on the GPU machine, 1-2 minutes on a small
+    CPU). A failure is said and set-up goes on: the judge says it again, in one line, where it needs it."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    print("building the worker's C++ part (once per machine and version of it)", file=sys.stderr)
+    code = subprocess.call([sys.executable, "-c", "from eval.worker import build; build.build()"], cwd=root,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if code != 0:
+        print("note: the worker's C++ part did not build here (it needs g++ and ninja); the first run says why",
+              file=sys.stderr)
+
+
 def main() -> int:
     todo = missing()
     if not todo:
         install_optional()
         install_harness()
+        build_native()
         return 0
     print(f"installing: {' '.join(todo)}", file=sys.stderr)
     done = subprocess.call([sys.executable, "-m", "pip", "install", "-q", *todo])
@@ -82,6 +98,7 @@ def main() -> int:
         return 2
     install_optional()
     install_harness()
+    build_native()
     return 0
 
 
