@@ -11,8 +11,7 @@ log on stdout and stderr, nothing else open, the worker's environment, folder an
 runs eval.worker's entry, which puts every sandbox layer on before anything of the submission
 exists. Nothing passes from one worker to the next: each is forked from the zygote, which never ran
 one. The zygote answers {"pid"} and, when a child ends, {"exit": pid, "code"} (Popen's returncode:
-minus the signal that killed it). It dies with the judge (PR_SET_PDEATHSIG), and exits when the
-judge closes the socket.
+minus the signal that killed it). It exits when the judge's end closes the socket (SIGKILL too).
 """
 from __future__ import annotations
 
@@ -90,8 +89,11 @@ def _child(request: dict, fds: list[int], keep_out: list[int], base_path: list[s
 
 def main(sock_fd: int, judge: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: dies with the judge
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no process of its uid reads or traces it
+    # No PR_SET_PDEATHSIG here: it fires when the judge's *thread* that started the zygote ends (a
+    # thread pool's, through eval.api), which would kill every worker it forked. The judge's end
+    # closes the socket instead (also under SIGKILL), and the zygote exits at once; its children die
+    # with it (each sets PR_SET_PDEATHSIG against the zygote's only thread).
     if os.getppid() != judge:
         os._exit(0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the judge ends it (the socket), not a Ctrl-C
