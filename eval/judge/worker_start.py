@@ -300,9 +300,10 @@ class WorkerProcess(Requests, Control):
         if isinstance(info.get("sandbox"), dict):
             info["sandbox"]["sandbox level"] = levels.describe(level, found, chosen)
 
-    def _hello(self, level: str) -> dict:
+    def _hello(self, level: str, fresh_python: bool = False) -> dict:
         """Start the process; its first reply, signed before the submission is imported, is the
-        only source of what the judge believes about it."""
+        only source of what the judge believes about it. fresh_python: not from the zygote (after
+        a request to it went unanswered: that start's pipes and key are not reused)."""
         self.close()
         began = time.monotonic()
         make_judge_undumpable()
@@ -331,13 +332,22 @@ class WorkerProcess(Requests, Control):
         args = [str(lib.path), level, str(uid if uid is not None else -1), paths]
         self.log = worker_log.LogPump(self.log_path)
         env = _worker_env(private, self.gpu)
-        forks = warm_zygote()
+        forks = None if fresh_python else warm_zygote()
         waited = time.monotonic()
         if forks is not None and not forks.ready():  # its import of torch, once per judge
             forks = None
         waited, spawned = time.monotonic() - waited, time.monotonic()
-        self.process = forks.spawn(args, env, str(private.tmp), [self.log.write_fd, req_r, rep_w, key_r]) \
-            if forks else None
+        # set in the child before its first fork, so its PID namespace's processes have them too
+        limits = {"RLIMIT_NOFILE": 4096, "RLIMIT_NPROC": WORKER_NPROC, "oom_score_adj": 1000,
+                  "RLIMIT_FSIZE": disk_quota.quota_for(str(private.root))}
+        try:
+            self.process = forks.spawn(args, env, str(private.tmp), [self.log.write_fd, req_r, rep_w, key_r],
+                                       limits) if forks else None
+        except zygote.Unanswered as exc:
+            print(f"warning: {exc}; this worker starts Python anew", file=sys.stderr)
+            for fd in (req_r, rep_w, key_r, req_w, rep_r):
+                os.close(fd)
+            return self._hello(level, fresh_python=True)
         self.started_by = "zygote (torch imported once per judge)" if self.process else "python"
         if self.process is None:  # no zygote here (EVAL_ZYGOTE=0, or it could not start): Python and torch anew
             self.process = subprocess.Popen(

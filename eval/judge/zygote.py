@@ -38,6 +38,10 @@ READY_TIMEOUT_S = 300.0  # a cold machine's first `import torch`
 SPAWN_TIMEOUT_S = 30.0
 
 
+class Unanswered(Exception):
+    """A spawn request went out and no worker came of it."""
+
+
 class ZygoteProcess:
     """A worker forked by the zygote: what the judge uses of subprocess.Popen."""
 
@@ -59,9 +63,31 @@ class ZygoteProcess:
         return self.returncode
 
 
+FOLDER_PREFIX = "eval-zygote-"
+
+
+def sweep_folders() -> None:
+    """The folders of zygotes whose judge was killed (SIGKILL: no atexit), this user's only: each
+    names its zygote's pid in `pid`; one without, or whose process is gone, older than a minute, goes."""
+    for folder in Path(tempfile.gettempdir()).glob(FOLDER_PREFIX + "*"):
+        try:
+            info = folder.lstat()
+            if not folder.is_dir() or folder.is_symlink() or info.st_uid != os.geteuid():
+                continue
+            try:
+                pid = int((folder / "pid").read_text())
+            except (OSError, ValueError):
+                pid = None
+            if pid is not None and _exists(pid) or time.time() - info.st_mtime < 60:
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
 class Zygote:
     def __init__(self, env: dict):
-        self.folder = Path(tempfile.mkdtemp(prefix="eval-zygote-"))
+        self.folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
         os.chmod(self.folder, 0o700)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {**env, "HOME": str(self.folder), "TMPDIR": str(self.folder), "PYTHONUNBUFFERED": "1",
@@ -73,6 +99,7 @@ class Zygote:
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
                 cwd=str(self.folder), start_new_session=True)
         theirs.close()
+        (self.folder / "pid").write_text(str(self.process.pid))
         self.sock, self.lock = ours, threading.Lock()
         self.replies: queue.Queue = queue.Queue()
         self.exits: dict[int, int] = {}
@@ -80,6 +107,8 @@ class Zygote:
         self.dead = False
         self.info: dict | None = None
         self.failure = ""  # why it could not start (its log's last line)
+        self.ready_event = threading.Event()  # its first message, apart from the spawns' replies
+        self.next_id = 0
         threading.Thread(target=self._read, name="eval-zygote", daemon=True).start()
 
     def _read(self) -> None:
@@ -93,6 +122,7 @@ class Zygote:
                     self.dead = True
                     self.changed.notify_all()
                 self.replies.put(None)
+                self.ready_event.set()
                 return
             try:
                 data = json.loads(message)
@@ -102,32 +132,50 @@ class Zygote:
                 with self.changed:
                     self.exits[int(data["exit"])] = int(data["code"])
                     self.changed.notify_all()
+            elif data.get("ready"):
+                self.info = data
+                self.ready_event.set()
             else:
                 self.replies.put(data)
 
     def ready(self, timeout: float = READY_TIMEOUT_S) -> bool:
-        if self.info is None and not self.dead:
-            try:
-                self.info = self.replies.get(timeout=timeout) or None
-            except queue.Empty:
-                self.info = None
-            if not self.info:
-                self.failure = self._log_tail() or "it ended before it was ready"
+        """Wait (at most timeout) for its import of torch; False if it cannot serve."""
+        if not self.ready_event.wait(timeout) or self.dead or not self.info:
+            if not self.dead:
+                self.failure = self._log_tail() or f"not ready within {timeout:.0f} s"
                 self.close()
-        return bool(self.info) and not self.dead
+            elif not self.info and not self.failure:
+                self.failure = self._log_tail() or "it ended before it was ready"
+            return False
+        return True
 
-    def spawn(self, args: list[str], env: dict, cwd: str, fds: list[int]) -> ZygoteProcess | None:
+    def spawn(self, args: list[str], env: dict, cwd: str, fds: list[int], limits: dict) -> ZygoteProcess | None:
+        """Fork a worker; None where the zygote cannot serve. A request that went out and got no
+        answer raises Unanswered: its descriptors may have reached a child (the caller starts anew
+        with new ones) and the zygote is closed."""
+        if not self.ready():
+            return None
         with self.lock:
-            if not self.ready():
-                return None
+            self.next_id += 1
+            ident = self.next_id
             try:
-                socket.send_fds(self.sock, [json.dumps({"args": args, "env": env, "cwd": cwd}).encode()], fds)
-                reply = self.replies.get(timeout=SPAWN_TIMEOUT_S)
-            except (OSError, queue.Empty):
-                reply = None
+                socket.send_fds(self.sock, [json.dumps({"args": args, "env": env, "cwd": cwd, "limits": limits,
+                                                         "id": ident}).encode()], fds)
+            except OSError as exc:
+                self.close()
+                raise Unanswered(f"the worker zygote took no request ({exc})") from None
+            deadline = time.monotonic() + SPAWN_TIMEOUT_S
+            while True:
+                try:
+                    reply = self.replies.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    reply = None
+                if reply is None or reply.get("id") == ident:
+                    break
             if not reply or "pid" not in reply:
                 self.close()
-                return None
+                raise Unanswered("the worker zygote did not fork the worker"
+                                 + (f" ({reply['error']})" if reply and reply.get("error") else ""))
             return ZygoteProcess(int(reply["pid"]), self)
 
     def _log_tail(self) -> str:
@@ -207,6 +255,7 @@ def warm(env: dict) -> Zygote | None:
         if _FAILED:
             return None
         if not _ZYGOTE:
+            sweep_folders()
             try:
                 _ZYGOTE.append(Zygote(env))
             except OSError:

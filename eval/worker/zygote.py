@@ -20,6 +20,7 @@ import importlib
 import json
 import os
 import random
+import resource
 import select
 import signal
 import socket
@@ -31,7 +32,10 @@ FDS = 4  # log, request, reply, key
 
 
 def _send(sock: socket.socket, message: dict) -> None:
-    sock.send(json.dumps(message).encode())
+    try:
+        sock.send(json.dumps(message).encode())
+    except OSError:  # the judge is gone
+        os._exit(0)
 
 
 def _child(request: dict, fds: list[int], keep_out: list[int], base_path: list[str]) -> None:
@@ -58,6 +62,12 @@ def _child(request: dict, fds: list[int], keep_out: list[int], base_path: list[s
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD, signal.SIGHUP):
             signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT
                           else signal.SIG_IGN if sig == signal.SIGPIPE else signal.SIG_DFL)
+        for name, value in (request.get("limits") or {}).items():  # before any fork of the worker's:
+            if name == "oom_score_adj":  # its children inherit them (the judge sets them again later)
+                with open("/proc/self/oom_score_adj", "w") as f:
+                    f.write(str(int(value)))
+            else:
+                resource.setrlimit(getattr(resource, name), (int(value), int(value)))
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -117,6 +127,7 @@ def main(sock_fd: int, judge: int) -> None:
                     os._exit(0)
                 if not message:  # the judge closed it: its workers are its to end
                     os._exit(0)
+                request = None
                 try:
                     request = json.loads(message)
                     if len(fds) != FDS:
@@ -124,11 +135,17 @@ def main(sock_fd: int, judge: int) -> None:
                 except ValueError as exc:
                     for f in fds:
                         os.close(f)
-                    _send(sock, {"error": str(exc)[:200]})
+                    _send(sock, {"error": str(exc)[:200], "id": request.get("id") if isinstance(request, dict) else None})
                     continue
                 sys.stdout.flush()
                 sys.stderr.flush()
-                pid = os.fork()
+                try:
+                    pid = os.fork()
+                except OSError as exc:  # no process to be had (pids, memory): this worker only
+                    for f in fds:
+                        os.close(f)
+                    _send(sock, {"error": f"fork: {exc}", "id": request.get("id")})
+                    continue
                 if pid == 0:
                     _child(request, fds, [sock.fileno(), *children], base_path)
                 for f in fds:
