@@ -4,6 +4,8 @@
     record = api.judge("submission/v5.py", "benchmark")               # this repository's problem
     record = api.judge(source_text, "test", problem="path/to/folder", cases="smoke", fail_narrow=True)
     record.passed, record.geomean_ns, [c.stats.mean for c in record.cases if c.stats]
+    for line in api.judge_many(["cand1.py", source_text], "test", ["--cases", "smoke"]):
+        line["id"], line["passed"], line["record"]           # as each is judged (batch's JSONL lines)
 
 The command line (`python -m eval test|benchmark|leaderboard`) and `batch` are callers of this
 module; options are checked here (ValueError with a one-line message). Same judging as the command
@@ -14,8 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import queue
 import tempfile
+import threading
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from eval import cases as case_files
 from eval import problem_folder, sol
@@ -70,6 +75,48 @@ def judge(submission: str | Path, mode: str = "test", problem: str | Path | None
             path.chmod(0o644)
             return _judge(path, mode, chosen, judged_options, runner)
     return _judge(_locate(Path(submission)), mode, chosen, judged_options, runner)
+
+
+def judge_many(submissions: Iterable[str | Path], mode: str = "test", args: Iterable[str] = (),
+               jsonl: str | Path | None = None, jobs: int | None = None, limit: float = 1800.0) -> Iterator[dict]:
+    """Judge many candidates as `batch` does (each in a judge process of its own, one per GPU at a
+    time, every record at full sandbox unless a level is chosen) and yield each one's line as soon
+    as it is judged, in finishing order: batch's JSONL line (id, sha256, passed, reason, geomean_ns,
+    seconds, device, record: the record `judge` would give as JSON). submissions: paths or source
+    texts; args: the command line's options for `mode` (e.g. ["--cases", "smoke"]); jsonl: where the
+    lines are kept (a resume judges only candidates not there yet; default: a temporary file). Read
+    it to the end: leaving early waits for the candidates already started."""
+    from eval import batch
+
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: choose one of {', '.join(MODES)}")
+    with tempfile.TemporaryDirectory(prefix="eval-many-") as scratch:
+        os.chmod(scratch, 0o711)
+        sources = Path(scratch) / "sources"
+        candidates: list = []
+        for number, item in enumerate(submissions):
+            if isinstance(item, str) and "\n" in item:
+                path = batch._store_source(sources, item.encode())
+                candidates.append(batch.Candidate(f"source-{number}", path, batch._sha(item.encode())))
+            else:
+                candidates += batch.collect([_locate(Path(item))], sources)
+        out = Path(jsonl) if jsonl else Path(scratch) / "lines.jsonl"
+        lines: queue.Queue = queue.Queue()
+        end = object()
+
+        def judge_all():
+            try:
+                batch.run(candidates, mode, list(args), out, jobs, limit, progress=lines.put)
+            finally:
+                lines.put(end)
+
+        thread = threading.Thread(target=judge_all, name="eval-judge-many", daemon=True)
+        thread.start()
+        try:
+            while (line := lines.get()) is not end:
+                yield line
+        finally:
+            thread.join()
 
 
 def _locate(path: Path) -> Path:

@@ -28,3 +28,22 @@ def test_options_are_checked():
         api.options(timeout=0)
     with pytest.raises(ValueError, match="timing method"):
         api.options(method="sometimes")
+
+
+def test_judge_many_streams_each_line_as_it_is_judged(tmp_path):
+    """eval.api.judge_many (#39): batch's lines, one per candidate, as each is judged; a path and a
+    source text; the wrong one fails with its reason, and a rerun on the same JSONL judges nothing."""
+    from eval import api
+
+    honest = (ROOT / "submission" / "torch_ref.py").read_text()
+    wrong = honest + "\n\n_honest = custom_kernel\n\n\ndef custom_kernel(data):\n    return _honest(data) + 1\n"
+    jsonl = tmp_path / "lines.jsonl"
+    lines = list(api.judge_many([ROOT / "submission" / "torch_ref.py", wrong], "test", ["--cases", "smoke"], jsonl=jsonl))
+    assert len(lines) == 2
+    by_id = {line["id"]: line for line in lines}
+    path_line = by_id[str((ROOT / "submission" / "torch_ref.py").resolve())]
+    assert path_line["passed"] and path_line["record"]["passed"], path_line["reason"]
+    source_line = by_id["source-1"]
+    assert not source_line["passed"] and source_line["reason"] and source_line["record"] is not None
+    assert len(jsonl.read_text().splitlines()) == 2
+    assert list(api.judge_many([ROOT / "submission" / "torch_ref.py"], "test", ["--cases", "smoke"], jsonl=jsonl)) == []
