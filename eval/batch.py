@@ -8,10 +8,13 @@ GPU with CUDA_VISIBLE_DEVICES; on a machine without CUDA, `--jobs` judges run at
 one at a time for the timed modes (the cores are what is timed there). A candidate that
 hangs past its limit, crashes or wrecks its CUDA context costs only itself: its process group is
 killed and its line says why. Resume: a candidate whose source hash and options already have a line
-in the output is not judged again. This module never imports candidate code.
+in the output is not judged again. Builds run ahead on the CPU cores (sandboxed, no GPU), so a GPU
+slot is held only for a candidate's import, tests and timing. This module never imports candidate
+code.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import json
@@ -216,39 +219,134 @@ def save(jsonl: Path, line: dict) -> dict:
     return line
 
 
+BUILDS_ENV = "EVAL_BATCH_BUILDS"  # builders at once on the CPU cores (0: no builds ahead of the GPU slots)
+
+
+def build_jobs() -> int:
+    """Candidates built at once ahead of the GPU slots: EVAL_BATCH_BUILDS, else a quarter of the cores
+    (at least 1, at most 8: a build of CUDA code takes a core or more of its own)."""
+    if os.environ.get(BUILDS_ENV):
+        try:
+            return max(0, int(os.environ[BUILDS_ENV]))
+        except ValueError:
+            raise ValueError(f"{BUILDS_ENV}={os.environ[BUILDS_ENV]} is not a whole number") from None
+    return max(1, min(8, (os.cpu_count() or 1) // 4))
+
+
+def prebuild_one(candidate: Candidate, emulate: bool, limit: float) -> dict:
+    """The candidate's builds, made in a worker that sees no GPU and kept in the build cache under its
+    source's key (eval/judge/worker_start.py prebuild), so that its judge's worker finds them and holds
+    its GPU slot only for the import, the tests and the timing. Best effort: a failure here is said in
+    the line and the judge builds (and fails, or not) as always."""
+    from eval.judge import worker_start
+
+    built = worker_start.prebuild(candidate.path, emulate, limit)
+    return {"ok": built.ok, "seconds": round(built.seconds, 2), **({"reason": built.reason[:200]} if built.reason else {})}
+
+
 def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jobs: int | None = None,
         limit: float = 1800.0, progress=None) -> list[dict]:
     """Judge every candidate not yet in jsonl; returns this run's lines (in finishing order). A line
     whose judge gave no record (it died: a disk a neighbour filled, a harness bug) is returned with
-    "infrastructure": true and not written, so that a resume judges that candidate again."""
+    "infrastructure": true and not written, so that a resume judges that candidate again.
+
+    Builds are pipelined: build_jobs() builders on the CPU cores build candidates in order ahead of
+    the slots; a slot takes the next candidate whose build ended, else the last one nobody builds yet
+    (a slot never waits for a build that has not started). A built candidate's line says how long
+    its build took (`prebuild`), and its judge finds the builds in the cache. Each line carries
+    `slot_s`, the seconds its judge held the slot."""
     from eval.judge import worker_start
 
     worker_start.make_judge_undumpable()  # its environ (POPCORN_SEED) and open files are no worker's to read
     key = options_key(mode, args)
-    todo: queue.Queue = queue.Queue()
-    for candidate in pending(candidates, key, jsonl):
-        todo.put(candidate)
+    todo = pending(candidates, key, jsonl)
+    devices = slots(jobs, mode)
+    # on a host without CUDA the cores are what a timed mode times: nothing is built beside it
+    builders = build_jobs() if todo and not (mode in TIMED_MODES and all(d is None for d in devices)) else 0
+    emulate = "--emulate-blackwell" in args
+    build_limit = min(limit, _import_bound(args))
+    unstarted = collections.deque(todo)  # neither being built nor judged yet
+    built: queue.Queue = queue.Queue()  # (candidate, its prebuild), in the order builds end
+    state = threading.Condition()
+    left = [len(todo)]  # candidates not yet taken by a slot
     lines: list[dict] = []
     lock = threading.Lock()
 
+    def builder():
+        while True:
+            with state:
+                if not unstarted:
+                    return
+                candidate = unstarted.popleft()
+            try:
+                done = prebuild_one(candidate, emulate, build_limit)
+            except Exception as exc:  # noqa: BLE001 - the judge builds as always
+                done = {"ok": False, "seconds": None, "reason": f"{type(exc).__name__}: {exc}"[:200]}
+            with state:
+                built.put((candidate, done))
+                state.notify_all()
+
+    def take():
+        """The next candidate for a slot: one whose build ended, else one nobody builds yet (its judge
+        builds it: a slot never waits for a build that has not started), else wait for a build."""
+        with state:
+            while True:
+                if not left[0]:
+                    return None
+                try:
+                    item = built.get_nowait()
+                except queue.Empty:
+                    item = None
+                if item is None and unstarted:
+                    item = (unstarted.pop(), None)  # the last in line: the builders take from the front
+                if item is not None:
+                    left[0] -= 1
+                    return item
+                state.wait(1.0)
+
+    for _ in range(min(builders, len(todo))):
+        threading.Thread(target=builder, name="eval-batch-build", daemon=True).start()
+
     def worker(device):
         while True:
-            try:
-                candidate = todo.get_nowait()
-            except queue.Empty:
+            item = take()
+            if item is None:
                 return
+            candidate, prebuilt = item
             line = {**judge_one(candidate, mode, args, device, limit), "options": key, "mode": mode}
+            line["slot_s"] = line["seconds"]
+            if prebuilt is not None:
+                line["prebuild"] = prebuilt
             with lock:
                 lines.append(save(jsonl, line))
                 if progress:
                     progress(line)
 
-    threads = [threading.Thread(target=worker, args=(device,), daemon=True) for device in slots(jobs, mode)]
+    threads = [threading.Thread(target=worker, args=(device,), daemon=True) for device in devices]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     return lines
+
+
+def _import_bound(args: list[str]) -> float:
+    """A build ahead gives up where the judge's own import would (its --timeout), at most the build limit."""
+    from eval.judge.worker_start import DEFAULT_LOAD_TIMEOUT_S
+
+    if "--timeout" in args[:-1]:
+        try:
+            return min(float(args[args.index("--timeout") + 1]), DEFAULT_LOAD_TIMEOUT_S)
+        except ValueError:
+            pass
+    return DEFAULT_LOAD_TIMEOUT_S
+
+
+def busy_share(lines: list[dict], wall_s: float, slot_count: int) -> float | None:
+    """The share of the batch's wall time its slots were held by a judge (GPU-busy, on a GPU host)."""
+    if not lines or wall_s <= 0 or slot_count <= 0:
+        return None
+    return min(1.0, sum(line.get("slot_s") or 0.0 for line in lines) / (wall_s * slot_count))
 
 
 def standings(jsonl: Path, key: str | None = None) -> list[dict]:

@@ -15,6 +15,7 @@ import signal
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -522,11 +523,16 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_add
     except (ValueError, OSError) as exc:
         fail_usage(str(exc))
     key = batching.options_key(mode, args)
+    started = time.monotonic()
     with batch_view.progress(len(batching.pending(found, key, output))) as progress:
         try:
-            judge_all(found, mode, args, output, jobs=jobs, limit=limit, progress=progress)
-        except ConnectionError as exc:
+            lines = judge_all(found, mode, args, output, jobs=jobs, limit=limit, progress=progress)
+        except (ConnectionError, ValueError) as exc:
             fail_usage(str(exc))
+    share = batching.busy_share(lines or [], time.monotonic() - started, len(batching.slots(jobs, mode)))
+    if share is not None and ray_address is None:
+        click.echo(f"slots busy: {share:.0%} of {time.monotonic() - started:.0f} s "
+                   f"({'GPU' if _cuda() else 'CPU'} slots held by a judge; builds ran ahead on the CPU cores)")
     board = [e for e in batching.standings(output, key) if e["sha256"] in {c.sha256 for c in found}]
     click.echo(batch_view.standings(board))
     click.echo(f"{sum(e['passed'] for e in board)} of {len(board)} passed; verdicts: {output}")

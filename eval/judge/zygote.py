@@ -31,7 +31,7 @@ ENV_PASSED = ("PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "CC", "CXX", "MAX_JOB
 ENV_PREFIXES = ("CUDA_", "NVIDIA_", "CUTE_DSL_", "CUTLASS_")
 # the commands whose judge starts workers: `python -m eval CMD` starts the zygote before anything else
 WORKER_COMMANDS = {"run", "test", "benchmark", "leaderboard", "profile", "compare", "rank", "accuracy", "tune",
-                   "doctor"}
+                   "doctor", "batch"}
 BOOT = ("import os,sys;sys.path[:0]=os.environ['EVAL_WORKER_PATH'].split(os.pathsep);"
         "from eval.worker import zygote;zygote.main(int(sys.argv[1]),int(sys.argv[2]))")
 READY_TIMEOUT_S = 300.0  # a cold machine's first `import torch`
