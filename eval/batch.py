@@ -253,8 +253,8 @@ def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jo
     Builds are pipelined: build_jobs() builders on the CPU cores build candidates in order ahead of
     the slots; a slot takes the next candidate whose build ended, else the last one nobody builds yet
     (a slot never waits for a build that has not started). A built candidate's line says how long
-    its build took (`prebuild`), and its judge finds the builds in the cache. Each line carries
-    `slot_s`, the seconds its judge held the slot."""
+    its build took (`prebuild`), and its judge finds the builds in the cache. A line's `seconds` are
+    how long its judge held the slot."""
     from eval.judge import worker_start
 
     worker_start.make_judge_undumpable()  # its environ (POPCORN_SEED) and open files are no worker's to read
@@ -314,7 +314,6 @@ def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jo
                 return
             candidate, prebuilt = item
             line = {**judge_one(candidate, mode, args, device, limit), "options": key, "mode": mode}
-            line["slot_s"] = line["seconds"]
             if prebuilt is not None:
                 line["prebuild"] = prebuilt
             with lock:
@@ -346,7 +345,7 @@ def busy_share(lines: list[dict], wall_s: float, slot_count: int) -> float | Non
     """The share of the batch's wall time its slots were held by a judge (GPU-busy, on a GPU host)."""
     if not lines or wall_s <= 0 or slot_count <= 0:
         return None
-    return min(1.0, sum(line.get("slot_s") or 0.0 for line in lines) / (wall_s * slot_count))
+    return min(1.0, sum(line.get("seconds") or 0.0 for line in lines) / (wall_s * slot_count))
 
 
 def standings(jsonl: Path, key: str | None = None) -> list[dict]:

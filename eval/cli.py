@@ -529,9 +529,10 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_add
             lines = judge_all(found, mode, args, output, jobs=jobs, limit=limit, progress=progress)
         except (ConnectionError, ValueError) as exc:
             fail_usage(str(exc))
-    share = batching.busy_share(lines or [], time.monotonic() - started, len(batching.slots(jobs, mode)))
+    wall = time.monotonic() - started
+    share = batching.busy_share(lines or [], wall, len(batching.slots(jobs, mode)))
     if share is not None and ray_address is None:
-        click.echo(f"slots busy: {share:.0%} of {time.monotonic() - started:.0f} s "
+        click.echo(f"slots busy: {share:.0%} of {wall:.0f} s "
                    f"({'GPU' if _cuda() else 'CPU'} slots held by a judge; builds ran ahead on the CPU cores)")
     board = [e for e in batching.standings(output, key) if e["sha256"] in {c.sha256 for c in found}]
     click.echo(batch_view.standings(board))

@@ -35,7 +35,7 @@ def test_batch_judges_each_candidate_once_and_resumes(tmp_path):
     assert "1 of 4 passed" in first.stdout
     # builds ran ahead on the CPU (#39): a slot never waited for a build not started, each line says
     # how long its judge held the slot, and the summary how busy the slots were
-    assert all(isinstance(e.get("slot_s"), float) for e in lines.values())
+    assert all(isinstance(e.get("seconds"), float) for e in lines.values())
     assert any("prebuild" in e for e in lines.values()) and "slots busy:" in first.stdout
     again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert len(out.read_text().splitlines()) == 4, "a rerun judged again what was judged"

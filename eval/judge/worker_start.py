@@ -46,6 +46,8 @@ from eval.worker.sandbox import UID_LEVELS
 
 DEFAULT_LOAD_TIMEOUT_S = 900.0  # the build limit: an import may take this long while compilers run under it
 WORKER_NPROC = 4096  # processes (and threads) of a worker's own uid
+WORKER_NOFILE = 4096  # descriptors: a flood of them makes each look slow (red team round 7)
+WORKER_OOM_SCORE_ADJ = 1000  # the OOM killer's first choice, before any judge or neighbour
 # a CUDA failure that says the GPU is full or taken: a neighbour's doing, never a reason to step down
 RESOURCE_ERRORS = ("out of memory", "busy or unavailable", "memoryallocation", "devicesunavailable")
 WORKER_UIDS = (1_000_000_000, 100_000_000)  # first uid and how many: a uid of its own for each worker
@@ -333,13 +335,15 @@ class WorkerProcess(Requests, Control):
         self.log = worker_log.LogPump(self.log_path)
         env = _worker_env(private, self.gpu)
         forks = None if fresh_python else warm_zygote()
-        waited = time.monotonic()
+        waiting_since = time.monotonic()
         if forks is not None and not forks.ready():  # its import of torch, once per judge
             forks = None
-        waited, spawned = time.monotonic() - waited, time.monotonic()
+        spawned = time.monotonic()
+        waited = spawned - waiting_since
         # set in the child before its first fork, so its PID namespace's processes have them too
-        limits = {"RLIMIT_NOFILE": 4096, "RLIMIT_NPROC": WORKER_NPROC, "oom_score_adj": 1000,
-                  "RLIMIT_FSIZE": disk_quota.quota_for(str(private.root))}
+        quota = disk_quota.quota_for(str(private.root))
+        limits = {"RLIMIT_NOFILE": WORKER_NOFILE, "RLIMIT_NPROC": WORKER_NPROC,
+                  "oom_score_adj": WORKER_OOM_SCORE_ADJ, "RLIMIT_FSIZE": quota}
         try:
             self.process = forks.spawn(args, env, str(private.tmp), [self.log.write_fd, req_r, rep_w, key_r],
                                        limits) if forks else None
@@ -357,7 +361,7 @@ class WorkerProcess(Requests, Control):
             )
         self.claim.started(self.process.pid, uid, self.gpu)
         self.log.started()
-        self.disk = self._watch_disk(private, uid)
+        self.disk = self._watch_disk(private, uid, quota)
         for fd in (req_r, rep_w, key_r):
             os.close(fd)
         self.request_fd, self.reply_fd = req_w, rep_r
@@ -371,10 +375,9 @@ class WorkerProcess(Requests, Control):
             self.info["sandbox"]["disk quota"] = self.disk_layer
         return self.info
 
-    def _watch_disk(self, private: Private, uid: int | None) -> disk_quota.DiskWatch:
+    def _watch_disk(self, private: Private, uid: int | None, quota: int) -> disk_quota.DiskWatch:
         """The worker's disk quota (eval/judge/disk_quota.py): a file past it is refused by the kernel,
         everything it holds is watched from here."""
-        quota = disk_quota.quota_for(str(private.root))
         build_cache.cache_limit()  # a bad EVAL_BUILD_CACHE stops here, in one line, not at the store
         session = self.process.pid
         fsize = disk_quota.limit_file_size(session, quota)
@@ -385,7 +388,7 @@ class WorkerProcess(Requests, Control):
             return [pid for pid, _, sid, owner in _processes() if sid == session or (uid is not None and owner == uid)]
 
         try:  # descriptors: a flood of them makes each look slow (red team round 7)
-            resource.prlimit(session, resource.RLIMIT_NOFILE, (4096, 4096))
+            resource.prlimit(session, resource.RLIMIT_NOFILE, (WORKER_NOFILE, WORKER_NOFILE))
         except (OSError, ValueError):
             pass
         try:  # processes of its uid (root is exempt): no exhausting the machine's pids (round 9)
@@ -393,7 +396,7 @@ class WorkerProcess(Requests, Control):
         except (OSError, ValueError):
             pass
         try:  # the OOM killer's first choice, before any judge or neighbour (its children inherit it)
-            Path(f"/proc/{session}/oom_score_adj").write_text("1000")
+            Path(f"/proc/{session}/oom_score_adj").write_text(str(WORKER_OOM_SCORE_ADJ))
         except OSError:
             pass
         return disk_quota.DiskWatch([str(private.root), str(private.builds)], pids,

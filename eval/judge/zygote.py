@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from eval.cases import ROOT
+from eval.judge.accounting import _stat
 
 ENV_PASSED = ("PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS",
               "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH")  # of the judge's environment, what workers get
@@ -208,26 +209,17 @@ class Zygote:
             self.sock.close()
         except OSError:
             pass
-        self.process.kill()  # nothing of its own to save; the workers it forked die with it (PR_SET_PDEATHSIG)
+        self.process.kill()  # nothing of its own to save; its workers die with it (each set PR_SET_PDEATHSIG)
         self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _exists(pid: int) -> bool:
+    """pid names a live process (not a zombie waiting to be reaped)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return _stat(pid)[0] not in "ZX"
+    except (OSError, ValueError, IndexError):
         return False
-    except PermissionError:
-        return True
-    return Path(f"/proc/{pid}/stat").exists() and "Z" not in _state(pid)
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return ""
 
 
 _ZYGOTE: list[Zygote] = []

@@ -38,7 +38,7 @@ def _send(sock: socket.socket, message: dict) -> None:
         os._exit(0)
 
 
-def _child(request: dict, fds: list[int], keep_out: list[int], base_path: list[str]) -> None:
+def _child(request: dict, fds: list[int], base_path: list[str]) -> None:
     """In the forked child: become the worker the judge asked for, then run its entry. Never returns."""
     code = 1
     try:
@@ -49,10 +49,7 @@ def _child(request: dict, fds: list[int], keep_out: list[int], base_path: list[s
         os.dup2(log, 1)
         os.dup2(log, 2)
         keep = {0, 1, 2, req_r, rep_w, key_r}
-        for fd in [*keep_out, null, log]:
-            if fd not in keep:
-                os.close(fd)
-        for name in os.listdir("/proc/self/fd"):  # nothing else of the zygote's stays open
+        for name in os.listdir("/proc/self/fd"):  # nothing else stays open: the socket, pidfds, log, null
             fd = int(name)
             if fd not in keep:
                 try:
@@ -147,7 +144,7 @@ def main(sock_fd: int, judge: int) -> None:
                     _send(sock, {"error": f"fork: {exc}", "id": request.get("id")})
                     continue
                 if pid == 0:
-                    _child(request, fds, [sock.fileno(), *children], base_path)
+                    _child(request, fds, base_path)
                 for f in fds:
                     os.close(f)
                 children[os.pidfd_open(pid)] = pid
