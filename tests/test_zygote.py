@@ -128,3 +128,19 @@ def _descendants(root: int) -> list[int]:
 
 def _alive(pid: int) -> bool:
     return zygote._exists(pid)
+
+
+def test_workers_started_at_once_while_the_zygote_imports_all_start(tmp_path):
+    """Threads of one judge starting their first workers together, the zygote still importing torch
+    (red team, 2026-11-27: the ready message was taken as a spawn reply; a worker's pipes and key then
+    went to a fallback that could not read the key)."""
+    import concurrent.futures
+
+    zygote.shutdown()
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        started = list(pool.map(lambda i: _hello(tmp_path, f"t{i}"), range(3)))
+    try:
+        assert all(info.get("started by", "").startswith("zygote") and worker.alive() for worker, info in started)
+    finally:
+        for worker, _ in started:
+            worker.close()
