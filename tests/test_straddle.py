@@ -48,6 +48,20 @@ def test_judge_runs_adds_the_excess_to_the_samples():
     assert samples == [20_000.0, 20_000.0]
 
 
+def test_l2_kept_across_the_flush_fails_the_case_naming_it():
+    """A run in which the worker found a persisting L2 set-aside or a window on the timed stream
+    (driver.h l2_undo; the GPU side is tests/adversarial/l2_persisting.py) fails, whatever its time."""
+    clean = {"ns": 20_000.0, "pre_ns": REF, "l2_kept": 0, "l2_window": 0, "calls": []}
+    assert modes.judge_runs(_Reply([clean, clean], REF), {"m": 1})[1] is None
+    kept = {**clean, "l2_kept": float(30 << 20)}
+    reason = modes.judge_runs(_Reply([clean, kept], REF), {"m": 1})[1]
+    assert reason.startswith(modes.L2_KEPT) and "timed run 2" in reason and "30.0 MiB" in reason
+    window = {**clean, "l2_window": float(1 << 20)}
+    reason = modes.judge_runs(_Reply([window], -1.0), {"m": 1})[1]  # judged with no flush reference too
+    assert reason.startswith(modes.L2_KEPT) and "access-policy window of 1.0 MiB" in reason
+    assert modes.l2_kept_reason(0, {"ns": 1.0}) is None  # an older worker's run: nothing to say
+
+
 def test_only_workers_that_may_share_this_gpu_are_neighbours(monkeypatch, tmp_path):
     """A neighbour on another GPU (its own CUDA_VISIBLE_DEVICES) does not excuse a flush that ran long
     here; one on the same GPU, or one that sees every GPU, does."""

@@ -32,7 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 HONEST = "submission/v5.py"
 ATTACKS = ["tests/adversarial/l2_side_copy.py", "tests/adversarial/l2_side_kernel.py",
-           "tests/adversarial/l2_graph.py", "tests/adversarial/l2_thread_later.py"]
+           "tests/adversarial/l2_graph.py", "tests/adversarial/l2_thread_later.py",
+           "tests/adversarial/l2_persisting.py"]
+HONEST_SUBS = (HONEST, "submission/v4.py")  # every other --subs file is judged as an attack
 MAX_GAIN = 0.02  # the regression test's bound (tests/adversarial/manifest.yaml, expect no-faster)
 
 
@@ -53,7 +55,8 @@ def judge_here(sub: str, out: Path, tag: str, case_set: str) -> dict:
     log = out / "straddle" / f"{tag}.jsonl"
     log.parent.mkdir(parents=True, exist_ok=True)
     os.environ["EVAL_STRADDLE_LOG"] = str(log)
-    options = modes.Options(timeout=300.0, baseline=False, log_dir=out / "logs")
+    options = modes.Options(timeout=float(os.environ.get("TIMING_ATTACK_TIMEOUT_S", 300)), baseline=False,
+                            log_dir=out / "logs")
     t0 = time.monotonic()
     record = modes.run_benchmarks(ROOT / sub, cases.select_cases(case_set), options)
     os.environ.pop("EVAL_STRADDLE_LOG", None)
@@ -154,11 +157,11 @@ def summarize(results: list[dict]) -> tuple[str, dict]:
             spread = (max(xs) - min(xs)) / m * 100 if len(xs) > 1 else 0.0
             h = honest.get(s)
             ratio = m / statistics.mean(h) if h else float("nan")
-            if sub in ATTACKS and h and ratio < 1 - MAX_GAIN:
+            if sub not in HONEST_SUBS and h and ratio < 1 - MAX_GAIN:
                 leak = True
             cells.append(f"{m / 1e3:8.2f} ±{spread:3.1f}% x{ratio:5.3f}")
         errors = [r["error"] for r in results if (r["harness"], r["sub"]) == (harness, sub) and r["error"]]
-        if sub in ATTACKS:
+        if sub not in HONEST_SUBS:
             verdict = "LEAK (faster than honest)" if leak else ("caught: " + (caught + errors)[0][:60] if caught or errors
                                                                  else "ok (no faster)")
         else:

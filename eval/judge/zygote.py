@@ -28,7 +28,7 @@ from eval.cases import ROOT
 from eval.judge.accounting import _stat
 
 ENV_PASSED = ("PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "CC", "CXX", "MAX_JOBS", "OMP_NUM_THREADS",
-              "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH")  # of the judge's environment, what workers get
+              "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "EVAL_FLUSH_L2X")  # of the judge's environment, what workers get
 ENV_PREFIXES = ("CUDA_", "NVIDIA_", "CUTE_DSL_", "CUTLASS_")
 # the commands whose judge starts workers: `python -m eval CMD` starts the zygote before anything else
 WORKER_COMMANDS = {"run", "test", "benchmark", "leaderboard", "profile", "compare", "rank", "accuracy", "tune",

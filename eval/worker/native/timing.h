@@ -48,6 +48,7 @@ struct Timed {
   std::vector<Outcome> outs;  // one per input, in order
   double ns = 0;              // between the events, all calls together
   double pre_ns = -1;         // (ev_pre, ev_start) less the wait it holds: canaries + flush (-1: no flush)
+  L2Kept kept;                // L2 the submission kept from the flush, found before or after the run (l2_undo)
 };
 
 // sync, [wait, canaries, flush], start, every call, end, snapshots on the stream, sync, synced snapshots.
@@ -64,6 +65,7 @@ static Timed timed_calls(py::handle kernel, const std::vector<py::object>& input
   std::vector<py::object> results;  // released after the window: a __del__ of the submission's may run then
   Quiet quiet;                      // from here to the start clock, then from the end clock on
   device_sync(cuda);
+  if (cuda) l2_undo(t.kept);
   unsigned rows = stage_canaries(plans, rs, views, cuda);
   double rest = 0;
   if (cuda && flush) rest = wait_and_flush(wait_ns, g_staging.dev, rows);
@@ -87,6 +89,7 @@ static Timed timed_calls(py::handle kernel, const std::vector<py::object>& input
     t.pre_ns = (double)ms * 1e6 - rest;
   }
   device_sync(cuda);
+  if (cuda) l2_undo(t.kept);
   if (snap) {
     for (size_t i = 0; i < results.size(); i++)
       if (t.outs[i].now.problem.empty()) {
@@ -171,7 +174,8 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
     const std::vector<Outcome>& outs = timed.outs;
     double ns = timed.ns / (double)inputs.size();
     samples.push_back(ns);
-    runs_json << (done ? "," : "") << "{\"ns\":" << ns << ",\"pre_ns\":" << timed.pre_ns << ",\"calls\":[";
+    runs_json << (done ? "," : "") << "{\"ns\":" << ns << ",\"pre_ns\":" << timed.pre_ns
+              << ",\"l2_kept\":" << timed.kept.set_aside << ",\"l2_window\":" << timed.kept.window << ",\"calls\":[";
     for (size_t i = 0; i < outs.size(); i++) {
       runs_json << (i ? "," : "") << "{\"seed\":" << seeds[i] << ",\"canary\":" << canary_json(plans[i]);
       if (check) {
