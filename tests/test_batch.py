@@ -59,3 +59,32 @@ def test_a_judge_that_leaves_no_record_is_not_a_verdict(tmp_path):
     (tmp_path / "a-file").write_text("")  # its "folder" is a file: the write fails, even as root
     unsaved = batch.save(tmp_path / "a-file" / "v.jsonl", {**line, "infrastructure": False})
     assert unsaved["infrastructure"] and "not saved" in unsaved["reason"]
+
+
+ASKS_THE_GPU = '''import torch
+
+# as most contestants' files do: build only where a GPU answers, for the arch it reports
+if not torch.cuda.is_available() or torch.cuda.device_count() != 1 or torch.cuda.get_device_capability() != (9, 0):
+    raise RuntimeError("no GPU answered")
+
+
+def custom_kernel(data):
+    return None
+'''
+
+
+def test_a_build_only_worker_answers_as_the_judges_gpu(tmp_path, monkeypatch):
+    """#39: the prebuild worker sees no GPU, but a file that builds only `if torch.cuda.is_available()`
+    for the capability it reads gets the judge's GPU's answers there (eval/worker/driver.py
+    stand_in_gpu), so its build runs ahead of the GPU slot; without a GPU arch known it stays as it was."""
+    from eval.judge import build_cache, worker_start
+
+    monkeypatch.setenv("EVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(build_cache, "root", lambda: tmp_path / "builds")
+    sub = tmp_path / "asks.py"
+    sub.write_text(ASKS_THE_GPU)
+    monkeypatch.setattr(build_cache, "gpu_arch", lambda: None)  # no GPU known: the file's import fails
+    assert not worker_start.prebuild(sub, False, 120.0, tmp_path / "none.log").ok
+    monkeypatch.setattr(build_cache, "gpu_arch", lambda: (9, 0))  # the judge's GPU: an H100
+    built = worker_start.prebuild(sub, False, 120.0, tmp_path / "h100.log")
+    assert built.ok, built.reason + (tmp_path / "h100.log").read_text()[-2000:]

@@ -166,6 +166,8 @@ def _worker_env(private: Private, gpu: bool) -> dict:
         env["EVAL_GPU_ARCH"] = f"{arch[0]}{arch[1]}"
     if not gpu:
         env["CUDA_VISIBLE_DEVICES"] = ""  # a build-only worker: compilers, no GPU
+        if arch:
+            env["EVAL_BUILD_ONLY"] = "1"  # it answers the file's questions about the GPU as this one (driver.py)
     _staged_headers(env)
     return env
 

@@ -68,6 +68,20 @@ def load_submission(path: Path):
     return module
 
 
+def stand_in_gpu(torch, arch: str) -> None:
+    """A build-only worker (the judge's prebuild in `batch`: no GPU visible, EVAL_BUILD_ONLY) answers the
+    questions a contestant's file asks at import before it builds, `torch.cuda.is_available()`, the
+    device count and its capability, as the judge's GPU (EVAL_GPU_ARCH, e.g. 90) would, so that a file
+    that builds only `if torch.cuda.is_available()`, for the arch it reads, builds here ahead of the GPU
+    slot, with the same flags. Anything that needs the device itself still fails here, and such a file
+    builds in its GPU worker as before (prebuild is best effort); this worker runs nothing after the
+    import."""
+    major, minor = int(arch[:-1]), int(arch[-1])
+    torch.cuda.is_available = lambda: True
+    torch.cuda.device_count = lambda: 1
+    torch.cuda.get_device_capability = lambda device=None: (major, minor)
+
+
 def describe_error(exc: BaseException) -> str:
     """One line a user can act on."""
     import torch
@@ -152,6 +166,9 @@ class Worker:
             raise SubmissionLoadError("load follows hello, once")
         started = time.monotonic()
         if request.get("submission"):
+            arch = os.environ.get("EVAL_GPU_ARCH", "")
+            if os.environ.get("EVAL_BUILD_ONLY") == "1" and not self.cuda and len(arch) >= 2 and arch.isdigit():
+                stand_in_gpu(self.torch, arch)
             self.module = load_submission(Path(request["submission"]))
         self.native.reply(nonce, "ready", json.dumps({"import_s": round(time.monotonic() - started, 3)}))
 
