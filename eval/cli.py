@@ -35,6 +35,19 @@ _POPCORN_FD: list = []  # the leaderboard runner's descriptor for the key: value
 SUB = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
+def writable_output(ctx, param, value: Path | None) -> Path | None:
+    """-o FILE is checked before anything runs: its folder (made if missing) must be a writable folder."""
+    if value is None:
+        return None
+    folder = Path(os.path.abspath(value)).parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"cannot write {value}: {folder} is not a writable folder; choose another path",
+                                 ctx=ctx, param=param)
+    return value
+
+
 def fail_usage(message: str):
     click.echo(f"error: {one_line(message)}", err=True)
     sys.exit(EXIT_USAGE)
@@ -89,6 +102,7 @@ def run_options(default_cases: str):
             click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed."),
             click.option("--format", "fmt", type=click.Choice(report.FORMATS), default="table", show_default=True),
             click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
                          help="Also write the formatted report to this file."),
             click.option("--fail-narrow/--allow-narrow", "fail_narrow", default=False, show_default=True,
                          help="A kernel right on the leaderboard's data but wrong on full-range data: the "
@@ -123,7 +137,10 @@ def emit(record: RunRecord, fmt: str, output: Path | None) -> None:
 def write_output(text: str, output: Path | None) -> None:
     """-o FILE, the same on every command: the report as printed, also written to FILE."""
     if output:
-        results.write_text_new(text + "\n", output)
+        try:
+            results.write_text_new(text + "\n", output)
+        except OSError as exc:  # checked before the run (writable_output); a folder that refuses files anyway
+            fail_usage(f"cannot write {output}: {exc.strerror or exc}; the report above is complete, choose another -o path")
 
 
 def to_popcorn_fd(text: str) -> None:
@@ -178,6 +195,7 @@ def output_options(formats=("table", "json", "markdown")):
     is also written to."""
     def decorate(fn):
         fn = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
                           help="Also write the report, as printed, to this file.")(fn)
         return click.option("--format", "fmt", type=click.Choice(list(formats)), default="table",
                             show_default=True)(fn)
@@ -501,6 +519,7 @@ def rank(subs, case_set, method, timeout, fail_narrow, fmt, output):
               help="Judge on a Ray cluster, one actor per GPU: local (start one here), auto, host:port or "
                    "ray://host:port (join one; the harness is shipped to it). Needs `pip install ray`.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
               help="The JSONL of verdicts (default: results/batch.jsonl); a rerun skips what it holds.")
 def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_address, output):
     """Judge many candidates (files, folders, JSONL of {"id", "source"}) with the same options, one
@@ -522,6 +541,9 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_add
         found = batching.collect(list(candidates), output.parent / "batch-sources")
     except (ValueError, OSError) as exc:
         fail_usage(str(exc))
+    if not found:
+        fail_usage(f"no candidates in {', '.join(map(str, candidates))}: give .py files, folders holding them, "
+                   "or a JSONL of {\"id\", \"source\"} lines")
     key = batching.options_key(mode, args)
     started = time.monotonic()
     with batch_view.progress(len(batching.pending(found, key, output))) as progress:
@@ -578,6 +600,7 @@ def _batch_runner(ray_address: str | None):
 @click.option("--jobs", default=1, show_default=True, help="Solutions judged at once (verdicts; timing runs one at a time).")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
               help="Also write the table to this file (markdown: each row as it is decided, the whole table at the end).")
 @click.option("--limit", default=300.0, show_default=True,
               help="Seconds per side and solution: a hang costs its own row only (0: the task's own timeouts).")
@@ -610,7 +633,10 @@ def conform(path, timing, only, solutions, add, jobs, fmt, output, limit, jsonl)
             + conformance.series_table(rows, fmt))
     click.echo(text)
     if output:
-        results.write_text_new(text + "\n", output)
+        try:
+            results.write_text_new(text + "\n", output)
+        except OSError as exc:  # checked before the run (writable_output); a folder that refuses files anyway
+            fail_usage(f"cannot write {output}: {exc.strerror or exc}; the report above is complete, choose another -o path")
     sys.exit(1 if any(r.agree is False for r in rows) else 0)
 
 
@@ -651,12 +677,39 @@ def tune(sub, case_set, runs, write, timeout):
 
     if runs < 2:
         fail_usage("--runs must be >= 2")
+    missing = _tunable_names_missing(sub)
+    if missing:
+        fail_usage(f"{sub} defines no {' and no '.join(missing)}: tune times the launch configurations a "
+                   "submission lists in CONFIGS through run_with(data, config) (docs/modes.md)")
     try:
         result = tuning.run(sub, case_files.select_cases(case_set), make_options(timeout=timeout), runs, write,
                             click.echo)
     except tuning.TableError as exc:
         fail_usage(f"{exc}: copy the row above by hand")
     sys.exit(0 if result.ok else EXIT_FAIL)
+
+
+def _tunable_names_missing(sub: Path) -> list[str]:
+    """The names tune needs that the file does not define at its top level (read, never run; a file
+    that does not parse is left to the worker, which says why)."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(sub).read_text())
+    except (SyntaxError, ValueError, OSError, UnicodeDecodeError):
+        return []
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif not isinstance(node, ast.Expr):
+            return []  # names made under if/try/with/for: left to the worker
+    return [n for n in ("CONFIGS", "run_with") if n not in names]
 
 
 def _disable_tui(ctx, param, value):
@@ -673,6 +726,7 @@ def _disable_tui(ctx, param, value):
 @click.option("--jobs", default=8, show_default=True, help="Workers at once for --bisect.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              callback=writable_output,
               help="Also write the findings as JSON here.")
 def doctor(workers, skip, bisect, jobs, fmt, output):
     """Run first on a new machine: the GPU as a sandboxed worker sees it, each sandbox layer, the level

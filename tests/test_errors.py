@@ -114,6 +114,9 @@ CASES = [
     (["--problem", "/nonexistent", "test", SUB], "problem folder /nonexistent does not exist"),
     (["--problem", "{file}", "test", SUB], "is a file"),
     (["--problem", "{empty_task}", "test", SUB], "task.yml is empty"),
+    (["test", SUB, "-o", "{file}/report.txt"], "is not a writable folder"),  # checked before anything runs
+    (["tune", SUB], "defines no CONFIGS and no run_with"),
+    (["batch", "{empty_dir}"], "no candidates in"),
 ]
 
 
@@ -193,3 +196,14 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_a_wrong_output_type_fails_in_accuracy_and_profile_as_in_test(tmp_path):
+    """A list where a tensor belongs: accuracy and profile judge the outputs first, as test does (no
+    traceback from the problem's error statistics, no profile of a wrong kernel under check: pass)."""
+    sub = tmp_path / "wrongtype.py"
+    sub.write_text("def custom_kernel(data):\n    return [1, 2]\n")
+    for mode in ("accuracy", "profile"):
+        done = run_cli(mode, str(sub), "--cases", "smoke")
+        assert done.returncode == 112 and "Traceback" not in done.stderr, done.stdout + done.stderr
+        assert "output is a list" in done.stdout or "check: fail" in done.stdout, done.stdout
