@@ -200,7 +200,7 @@ def append_line(jsonl: Path, line: dict) -> None:
     line, which resume judges again). A new file is created 0600: other candidates' verdicts are
     nobody else's to read."""
     jsonl.parent.mkdir(parents=True, exist_ok=True)
-    with open(os.open(jsonl, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644), "a") as handle:
+    with open(os.open(jsonl, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600), "a") as handle:
         handle.write(json.dumps(line) + "\n")
         handle.flush()
         os.fsync(handle.fileno())
