@@ -102,8 +102,7 @@ def run_options(default_cases: str):
             click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed."),
             click.option("--format", "fmt", type=click.Choice(report.FORMATS), default="table", show_default=True),
             click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              callback=writable_output,
-                         help="Also write the formatted report to this file."),
+                         callback=writable_output, help="Also write the formatted report to this file."),
             click.option("--fail-narrow/--allow-narrow", "fail_narrow", default=False, show_default=True,
                          help="A kernel right on the leaderboard's data but wrong on full-range data: the "
                               "leaderboard's verdict (pass, with a warning) or a failure (for search loops)."),
@@ -195,8 +194,7 @@ def output_options(formats=("table", "json", "markdown")):
     is also written to."""
     def decorate(fn):
         fn = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              callback=writable_output,
-                          help="Also write the report, as printed, to this file.")(fn)
+                          callback=writable_output, help="Also write the report, as printed, to this file.")(fn)
         return click.option("--format", "fmt", type=click.Choice(list(formats)), default="table",
                             show_default=True)(fn)
     return decorate
@@ -632,11 +630,7 @@ def conform(path, timing, only, solutions, add, jobs, fmt, output, limit, jsonl)
     text = (conformance.render(rows, fmt) + "\n" + conformance.summary(rows) + "\n\n"
             + conformance.series_table(rows, fmt))
     click.echo(text)
-    if output:
-        try:
-            results.write_text_new(text + "\n", output)
-        except OSError as exc:  # checked before the run (writable_output); a folder that refuses files anyway
-            fail_usage(f"cannot write {output}: {exc.strerror or exc}; the report above is complete, choose another -o path")
+    write_output(text, output)
     sys.exit(1 if any(r.agree is False for r in rows) else 0)
 
 

@@ -29,6 +29,9 @@ from eval.judge.runner import (  # noqa: F401 (re-exported: callers use modes.Op
     case_profile, describe_environment, reply_limit, runs_params)
 from eval.judge.wire import Reply, WorkerFailure  # noqa: F401 (re-exported)
 from eval.judge.lifecycle import _live_workers
+from eval.judge.off_stream import (  # noqa: F401 (re-exported: tests and experiments read modes.STRADDLE_*, ...)
+    L2_KEPT, STRADDLE, STRADDLE_ALLOW_NS, STRADDLE_ALLOW_REL, STRADDLE_FAIL_FRACTION, STRADDLE_FAIL_MIN,
+    STRADDLE_MIN_WAIT_NS, l2_kept_reason, log_straddle, straddle_excess, straddle_reason)
 from eval.judge.worker_start import DEFAULT_LOAD_TIMEOUT_S, WorkerProcess  # noqa: F401 (re-exported)
 from eval.records import CaseResult, RunRecord, Timing
 from eval.stats import calculate_stats, score, should_stop
@@ -246,11 +249,6 @@ class Inputs:
                 self.state.pop(next(iter(self.state)))
             self.state[seed] = verdict.generate(self.args, seed)
         return verdict.apply_canary(self.state[seed], regions, canary)
-
-
-from eval.judge.off_stream import (  # noqa: E402,F401 (names tests and experiments read from here)
-    L2_KEPT, STRADDLE, STRADDLE_ALLOW_NS, STRADDLE_ALLOW_REL, STRADDLE_FAIL_FRACTION, STRADDLE_FAIL_MIN,
-    STRADDLE_MIN_WAIT_NS, l2_kept_reason, log_straddle, straddle_excess, straddle_reason)
 
 
 def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
