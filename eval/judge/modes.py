@@ -31,7 +31,7 @@ from eval.judge.wire import Reply, WorkerFailure  # noqa: F401 (re-exported)
 from eval.judge.lifecycle import _live_workers
 from eval.judge.off_stream import (  # noqa: F401 (re-exported: tests and experiments read modes.STRADDLE_*, ...)
     L2_KEPT, STRADDLE, STRADDLE_ALLOW_NS, STRADDLE_ALLOW_REL, STRADDLE_FAIL_FRACTION, STRADDLE_FAIL_MIN,
-    STRADDLE_MIN_WAIT_NS, l2_kept_reason, log_straddle, straddle_excess, straddle_reason)
+    STRADDLE_MIN_WAIT_NS, l2_kept_reason, log_straddle, off_stream_reason, straddle_excess, straddle_reason)
 from eval.judge.worker_start import DEFAULT_LOAD_TIMEOUT_S, WorkerProcess  # noqa: F401 (re-exported)
 from eval.records import CaseResult, RunRecord, Timing
 from eval.stats import calculate_stats, score, should_stop
@@ -265,7 +265,7 @@ def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
     for i, run in enumerate(reply.header.get("runs", [])):
         excess.append(straddle_excess(run, ref_ns))
         samples.append(float(run["ns"]) + excess[-1])
-        kept = l2_kept_reason(i, run)
+        kept = l2_kept_reason(i, run) or off_stream_reason(i, run)
         if kept:
             return samples, kept
         for call in run["calls"]:

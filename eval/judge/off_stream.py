@@ -61,6 +61,25 @@ def l2_kept_reason(i: int, run: dict) -> str | None:
             f"flush before every run, and the timing assumes a cold L2 (the harness undid it)")
 
 
+OFF_STREAM = "work queued off the timed stream"
+
+
+def off_stream_reason(i: int, run: dict) -> str | None:
+    """A run in which the submission queued GPU work on a stream the timed stream does not wait for, as
+    the worker's off-stream watch saw it (eval/worker/native/watch.h: CUPTI's driver-API callbacks), or
+    in which the watch stopped seeing calls (silenced from inside the process)."""
+    if run.get("watch") == "blind":
+        return (f"timing tampered: the off-stream watch (CUPTI callbacks on the calls that queue GPU work) "
+                f"stopped seeing calls in timed run {i + 1}")
+    n = int(run.get("off_stream", 0) or 0)
+    if n <= 0:
+        return None
+    return (f"{OFF_STREAM}: timed run {i + 1} queued {run.get('off_what') or 'GPU work'} ({n} such call"
+            f"{'s' if n > 1 else ''}); such work runs before the start event, outside the timed region, and "
+            f"what it leaves survives the L2 flush. Make the side stream wait for the current one first "
+            f"(side.wait_stream(torch.cuda.current_stream())), or use the current stream")
+
+
 def log_straddle(reply, ref_ns: float) -> None:
     """EVAL_STRADDLE_LOG=<file> (the judge's environment; .ci/timing-attack-check): one line per
     reply with each run's time and flush span, to set the allowance from measurements."""

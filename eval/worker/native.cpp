@@ -70,6 +70,7 @@ namespace py = pybind11;
 #include "native/system.h"
 #include "native/key.h"
 #include "native/driver.h"
+#include "native/watch.h"
 #include "native/reply.h"
 #include "native/driver_tables.h"
 #include "native/memory_filter.h"

@@ -25,6 +25,7 @@ static py::dict open_channel(int key_fd, int reply_fd, const std::string& driver
   Py_INCREF(S.tensor_type);
   Py_INCREF(S.parameter_type);
   if (cuda) init_gpu(flush_l2_multiple);
+  if (cuda) watch_start();  // before the survey: the tables as the watch left them are the ones checked
   survey_memory();
   S.open = true;
   std::vector<Range> guarded{S.own_all, Range{(uintptr_t)S.key.page, (uintptr_t)S.key.page + 4096},
@@ -49,6 +50,7 @@ static py::dict open_channel(int key_fd, int reply_fd, const std::string& driver
   info["quiet windows"] = std::string(S.probe[0] >= 0 ? "on (signals held back; CPU outputs read after a kernel read test)"
                                                        : "on (signals held back; no read test: a fault kills the worker)");
   info["rseq"] = S.rseq;
+  info["off-stream watch"] = std::string(WS.why);
   return info;
 }
 

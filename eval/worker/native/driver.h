@@ -50,6 +50,24 @@ struct Driver {
   DrvResult (*cuCtxResetPersistingL2Cache)() = nullptr;
   DrvResult (*cuStreamGetAttribute)(DrvStream, int, void*) = nullptr;
   DrvResult (*cuStreamSetAttribute)(DrvStream, int, const void*) = nullptr;
+  // optional: the off-stream watch (watch.h) and its self-test
+  DrvResult (*cuStreamCreate)(DrvStream*, unsigned) = nullptr;
+  DrvResult (*cuStreamDestroy)(DrvStream) = nullptr;
+  DrvResult (*cuStreamGetFlags)(DrvStream, unsigned*) = nullptr;
+};
+
+// CUPTI's callback API as the off-stream watch uses it (watch.h): written while the channel opens.
+struct Watcher {
+  int (*subscribe)(void**, void (*)(void*, int, unsigned, const void*), void*) = nullptr;
+  int (*enable)(uint32_t, void*, int, unsigned) = nullptr;
+  int (*get_state)(uint32_t*, void*, int, unsigned) = nullptr;
+  int (*result_string)(int, const char**) = nullptr;
+  void* sub = nullptr;
+  DrvContext ctx = nullptr;  // the worker's context: the timed stream's
+  bool on = false;
+  int16_t enabled[400];      // the callback ids enabled (checked after every run)
+  int n_enabled = 0;
+  char why[160] = "n/a (no CUDA)";
 };
 
 // Per-process GPU state: the flush buffer (our own allocation, not torch's), the kernel that
@@ -84,6 +102,7 @@ struct Slot {  // a word of the CUDA libraries' writable data that pointed into 
 struct alignas(4096) Sealed {
   Driver drv;
   Gpu gpu;
+  Watcher watch;
   KeyPage key;
   int reply_fd = -1;
   bool open = false;
@@ -104,6 +123,7 @@ struct alignas(4096) Sealed {
 static Sealed S;
 #define D (S.drv)
 #define G (S.gpu)
+#define WS (S.watch)
 
 
 static void ck(DrvResult r, const char* what) {
@@ -343,6 +363,9 @@ static void load_driver() {
   sym_optional(r, D.cuCtxResetPersistingL2Cache, "cuCtxResetPersistingL2Cache");
   sym_optional(r, D.cuStreamGetAttribute, "cuStreamGetAttribute");
   sym_optional(r, D.cuStreamSetAttribute, "cuStreamSetAttribute");
+  sym_optional(r, D.cuStreamCreate, "cuStreamCreate");
+  sym_optional(r, D.cuStreamDestroy, "cuStreamDestroy");
+  sym_optional(r, D.cuStreamGetFlags, "cuStreamGetFlags");
   ck(D.cuInit(0), "cuInit");
   D.loaded = true;
 }

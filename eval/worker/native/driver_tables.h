@@ -43,7 +43,8 @@ static bool is_system_library(const std::string& path) {
 
 static bool is_cuda_library(const std::string& path) {
   std::string base = path.substr(path.find_last_of('/') + 1);
-  return base.rfind("libcuda.so", 0) == 0 || base.rfind("libcudart.so", 0) == 0;
+  return base.rfind("libcuda.so", 0) == 0 || base.rfind("libcudart.so", 0) == 0 ||
+         base.rfind("libcupti.so", 0) == 0;  // the off-stream watch's callbacks (watch.h)
 }
 
 // This library's ranges, the CUDA libraries' ranges, and a sealed copy of every word of the CUDA

@@ -49,6 +49,7 @@ struct Timed {
   double ns = 0;              // between the events, all calls together
   double pre_ns = -1;         // (ev_pre, ev_start) less the wait it holds: canaries + flush (-1: no flush)
   L2Kept kept;                // L2 the submission kept from the flush, found before or after the run (l2_undo)
+  OffSeen off;                // work queued off the timed stream since the last run (watch.h)
 };
 
 // sync, [wait, canaries, flush], start, every call, end, snapshots on the stream, sync, synced snapshots.
@@ -98,6 +99,7 @@ static Timed timed_calls(py::handle kernel, const std::vector<py::object>& input
       }
     if (cuda) ck(D.cuStreamSynchronize(nullptr), "snapshot");
   }
+  if (cuda) t.off = watch_take(flush);
   return t;
 }
 
@@ -149,11 +151,18 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
   std::vector<std::vector<View>> views;
   std::vector<int64_t> seeds;
   auto make = [&](int64_t s) {
+    watch_arm(false);  // the problem's own generate_input: not the submission's work
     py::object d = make_input(py::int_(s));
+    watch_arm(true);
     views.push_back(input_views(d, cuda));
     inputs.push_back(d);
     seeds.push_back(s);
   };
+  if (cuda) watch_take(false);  // what came before the timing (the import, the tests) is not judged here
+  watch_arm(cuda);
+  struct Disarm {
+    ~Disarm() { watch_arm(false); }  // also when a call raises
+  } disarm;
   if (!fresh)
     for (int64_t i = 0; i < batch; i++) make(seed + 42 * i);
 
@@ -175,7 +184,10 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
     double ns = timed.ns / (double)inputs.size();
     samples.push_back(ns);
     runs_json << (done ? "," : "") << "{\"ns\":" << ns << ",\"pre_ns\":" << timed.pre_ns
-              << ",\"l2_kept\":" << timed.kept.set_aside << ",\"l2_window\":" << timed.kept.window << ",\"calls\":[";
+              << ",\"l2_kept\":" << timed.kept.set_aside << ",\"l2_window\":" << timed.kept.window
+              << ",\"off_stream\":" << timed.off.count << ",\"watch\":\"" << timed.off.watch << "\"";
+    if (timed.off.count) runs_json << ",\"off_what\":" << Json::esc(timed.off.what);
+    runs_json << ",\"calls\":[";
     for (size_t i = 0; i < outs.size(); i++) {
       runs_json << (i ? "," : "") << "{\"seed\":" << seeds[i] << ",\"canary\":" << canary_json(plans[i]);
       if (check) {
@@ -193,6 +205,7 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
     if (should_stop(samples, now_ns() - t_begin, max_time_ns, wall_cap_ns)) { done++; break; }
   }
   runs_json << "]";
+  watch_arm(false);
 
   // host cost: HOST_BATCHES batches of back-to-back calls (no sync inside a batch), the median of
   // the batches' per-call means (one batch of 20 calls took 10-34 us a call for the same kernel: a
