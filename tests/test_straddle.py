@@ -62,6 +62,23 @@ def test_l2_kept_across_the_flush_fails_the_case_naming_it():
     assert modes.l2_kept_reason(0, {"ns": 1.0}) is None  # an older worker's run: nothing to say
 
 
+def test_work_queued_off_the_timed_stream_fails_the_case_naming_the_call():
+    """A run in which the worker's off-stream watch (watch.h: CUPTI callbacks) saw the submission queue
+    work on a stream the timed stream does not wait for fails, naming the call; a watch that stopped
+    seeing calls is tampering; a watch that is off (no libcupti) judges nothing."""
+    clean = {"ns": 20_000.0, "pre_ns": REF, "l2_kept": 0, "l2_window": 0, "off_stream": 0, "watch": "on", "calls": []}
+    assert modes.judge_runs(_Reply([clean, clean], REF), {"m": 1})[1] is None
+    off = {**clean, "off_stream": 2, "off_what": "cuMemcpyDtoDAsync_v2 on a non-blocking stream that did not wait"}
+    reason = modes.judge_runs(_Reply([clean, off], REF), {"m": 1})[1]
+    assert reason.startswith(modes.OFF_STREAM) and "timed run 2" in reason and "cuMemcpyDtoDAsync_v2" in reason
+    assert "2 such calls" in reason and "wait_stream" in reason
+    blind = {**clean, "watch": "blind"}
+    reason = modes.judge_runs(_Reply([blind], REF), {"m": 1})[1]
+    assert reason.startswith("timing tampered") and "timed run 1" in reason
+    assert modes.off_stream_reason(0, {**clean, "watch": "off"}) is None
+    assert modes.off_stream_reason(0, {"ns": 1.0}) is None  # an older worker's run
+
+
 def test_only_workers_that_may_share_this_gpu_are_neighbours(monkeypatch, tmp_path):
     """A neighbour on another GPU (its own CUDA_VISIBLE_DEVICES) does not excuse a flush that ran long
     here; one on the same GPU, or one that sees every GPU, does."""

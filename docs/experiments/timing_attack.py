@@ -34,7 +34,13 @@ HONEST = "submission/v5.py"
 ATTACKS = ["tests/adversarial/l2_side_copy.py", "tests/adversarial/l2_side_kernel.py",
            "tests/adversarial/l2_graph.py", "tests/adversarial/l2_thread_later.py",
            "tests/adversarial/l2_persisting.py"]
-HONEST_SUBS = (HONEST, "submission/v4.py")  # every other --subs file is judged as an attack
+HONEST_SUBS = (HONEST, "submission/v4.py")  # these and files named honest_*.py are controls; every other --subs file is judged as an attack
+
+
+def is_control(sub: str) -> bool:
+    return sub in HONEST_SUBS or Path(sub).name.startswith("honest_")
+
+
 MAX_GAIN = 0.02  # the regression test's bound (tests/adversarial/manifest.yaml, expect no-faster)
 
 
@@ -157,11 +163,11 @@ def summarize(results: list[dict]) -> tuple[str, dict]:
             spread = (max(xs) - min(xs)) / m * 100 if len(xs) > 1 else 0.0
             h = honest.get(s)
             ratio = m / statistics.mean(h) if h else float("nan")
-            if sub not in HONEST_SUBS and h and ratio < 1 - MAX_GAIN:
+            if not is_control(sub) and h and ratio < 1 - MAX_GAIN:
                 leak = True
             cells.append(f"{m / 1e3:8.2f} ±{spread:3.1f}% x{ratio:5.3f}")
         errors = [r["error"] for r in results if (r["harness"], r["sub"]) == (harness, sub) and r["error"]]
-        if sub not in HONEST_SUBS:
+        if not is_control(sub):
             verdict = "LEAK (faster than honest)" if leak else ("caught: " + (caught + errors)[0][:60] if caught or errors
                                                                  else "ok (no faster)")
         else:

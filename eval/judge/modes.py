@@ -30,7 +30,7 @@ from eval.judge.runner import (  # noqa: F401 (re-exported: callers use modes.Op
 from eval.judge.wire import Reply, WorkerFailure  # noqa: F401 (re-exported)
 from eval.judge.lifecycle import _live_workers
 from eval.judge.off_stream import (  # noqa: F401 (re-exported: tests and experiments read modes.STRADDLE_*, ...)
-    L2_KEPT, STRADDLE, STRADDLE_ALLOW_NS, STRADDLE_ALLOW_REL, STRADDLE_FAIL_FRACTION, STRADDLE_FAIL_MIN,
+    L2_KEPT, OFF_STREAM, STRADDLE, STRADDLE_ALLOW_NS, STRADDLE_ALLOW_REL, STRADDLE_FAIL_FRACTION, STRADDLE_FAIL_MIN,
     STRADDLE_MIN_WAIT_NS, l2_kept_reason, log_straddle, off_stream_reason, straddle_excess, straddle_reason)
 from eval.judge.worker_start import DEFAULT_LOAD_TIMEOUT_S, WorkerProcess  # noqa: F401 (re-exported)
 from eval.records import CaseResult, RunRecord, Timing
