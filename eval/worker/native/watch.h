@@ -38,8 +38,13 @@ static const unsigned CBID_LIMIT = 1024, CBID_LAUNCH = 307, CBID_LAUNCH_PTSZ = 4
 struct Queued {
   DrvStream stream;
   unsigned cbid;
-  DrvContext ctx;
-  long flags;  // as created while watched; -1 unknown (created before), -2 destroyed before it was judged
+  DrvContext ctx;  // current on the calling thread
+  bool blocking;   // the stream was created while watched, blocking, in the worker's context
+};
+
+struct Created {
+  long flags;
+  DrvContext ctx;  // current when it was created: the stream's own
 };
 
 struct WatchState {
@@ -47,7 +52,7 @@ struct WatchState {
   std::mutex mu;
   std::unordered_set<DrvEvent> fresh, capture_events;  // recorded on the timed stream (or a joined one); in a capture
   std::unordered_set<DrvStream> joined, capturing;
-  std::unordered_map<DrvStream, long> flags;  // streams created while watched
+  std::unordered_map<DrvStream, Created> created;  // streams created while watched (the submission's: all of them)
   std::vector<Queued> queued;
   uint64_t own = 0;  // the flush kernel's launches seen: the watch is alive
   int16_t row[CBID_LIMIT];
@@ -58,6 +63,9 @@ static bool timed_stream(DrvStream s, DrvContext ctx) {
   return ctx == WS.ctx && (uintptr_t)s <= 2;  // 0 / CU_STREAM_LEGACY / CU_STREAM_PER_THREAD: ordered with the legacy stream
 }
 
+// Work is judged on entry (a call that then fails is still counted: nothing honest needs one); what
+// orders a stream (an event recorded, waited on, a capture begun or ended, a stream created) only once
+// the driver has accepted it, on exit.
 static void on_api(void*, int domain, unsigned cbid, const void* raw) {
   WatchState* w = W;
   if (!w || domain != 1 || cbid >= CBID_LIMIT || w->row[cbid] < 0) return;
@@ -65,24 +73,23 @@ static void on_api(void*, int domain, unsigned cbid, const void* raw) {
   const StreamArg& a = STREAM_ARGS[w->row[cbid]];
   const char* p = (const char*)d->params;
   if (!p) return;
-  if (a.kind == 6) {  // a stream created: its flags, read on the way out
-    if (d->site != 1 || !d->result || *(const int*)d->result != 0) return;
+  bool exit = d->site == 1;
+  if (exit && (!d->result || *(const int*)d->result != 0)) return;  // refused by the driver: changed nothing
+  if (a.kind == 6) {  // a stream created: its flags and context
+    if (!exit) return;
     DrvStream* out = *(DrvStream* const*)(p + a.stream);
     if (!out) return;
     std::lock_guard<std::mutex> lock(w->mu);
-    w->flags[*out] = (long)*(const unsigned*)(p + a.event);
+    w->created[*out] = Created{(long)*(const unsigned*)(p + a.event), d->context};
     return;
   }
-  if (d->site != 0) return;
-  if (a.kind == 7) {  // destroyed: what it queued can no longer be asked about
-    DrvStream s = *(DrvStream const*)(p + a.stream);
+  if (a.kind == 7) {  // destroyed (on entry: its handle may be reused as soon as the call returns)
+    if (exit) return;
     std::lock_guard<std::mutex> lock(w->mu);
-    for (Queued& q : w->queued)
-      if (q.stream == s && q.flags == -1) q.flags = -2;
-    w->flags.erase(s);
+    w->created.erase(*(DrvStream const*)(p + a.stream));
     return;
   }
-  if (!w->armed.load(std::memory_order_acquire)) return;
+  if (!w->armed.load(std::memory_order_acquire) || exit != (a.kind != 0)) return;
   const char* sp = p;
   if (a.in_config) {
     sp = *(const char* const*)p;
@@ -99,8 +106,9 @@ static void on_api(void*, int domain, unsigned cbid, const void* raw) {
         return;
       }
       if (w->joined.count(s) || w->capturing.count(s)) return;
-      auto f = w->flags.find(s);
-      w->queued.push_back(Queued{s, cbid, d->context, f == w->flags.end() ? -1 : f->second});
+      auto c = w->created.find(s);
+      bool blocking = c != w->created.end() && !(c->second.flags & 1) && c->second.ctx == WS.ctx && d->context == WS.ctx;
+      w->queued.push_back(Queued{s, cbid, d->context, blocking});
       return;
     }
     case 1:
@@ -133,8 +141,20 @@ static const char* stream_table_name(unsigned cbid) {
   return (W && cbid < CBID_LIMIT && W->row[cbid] >= 0) ? STREAM_ARGS[W->row[cbid]].name : "a CUDA call";
 }
 
+// Orderings count only from the start event on: called right after it is queued (timed_calls), and at
+// every take, so that nothing recorded or joined before a run (between runs, by a __del__ or a thread)
+// excuses work in it.
+static void watch_new_window() {
+  if (!W) return;
+  std::lock_guard<std::mutex> lock(W->mu);
+  W->fresh.clear();
+  W->joined.clear();
+  W->capturing.clear();
+  W->capture_events.clear();
+}
+
 // What was queued off the timed stream since the last take (the run's own calls, and anything queued
-// between runs, by a __del__ or a thread, counts to the run that follows); the joins end with the run.
+// between runs, by a __del__ or a thread, counts to the run that follows).
 static OffSeen watch_take(bool expect_own) {
   OffSeen o;
   if (!W || !WS.on) return o;
@@ -145,22 +165,13 @@ static OffSeen watch_take(bool expect_own) {
     items.swap(W->queued);
     own = W->own;
     W->own = 0;
-    W->fresh.clear();
-    W->joined.clear();
   }
+  watch_new_window();
   for (const Queued& q : items) {
-    long fl = q.flags;
-    if (fl == -1 && q.ctx == WS.ctx && D.cuStreamGetFlags) {
-      unsigned f = 0;
-      if (D.cuStreamGetFlags(q.stream, &f) == 0) fl = (long)f;
-    }
-    if (fl >= 0 && !(fl & 1) && q.ctx == WS.ctx) continue;  // a blocking stream waits for the timed stream's earlier work
-    if (!o.count) {
+    if (q.blocking) continue;  // a blocking stream of this context waits for the legacy stream's earlier work
+    if (!o.count)
       o.what = std::string(stream_table_name(q.cbid)) +
-               (q.ctx != WS.ctx ? " in another CUDA context"
-                : fl >= 0       ? " on a non-blocking stream that did not wait for the timed stream"
-                                : " on a stream destroyed before it could be checked");
-    }
+               (q.ctx != WS.ctx ? " in another CUDA context" : " on a stream that did not wait for the timed stream");
     o.count++;
   }
   o.watch = "on";
