@@ -53,9 +53,41 @@ def fail_usage(message: str):
     sys.exit(EXIT_USAGE)
 
 
+GLOBAL_OPTIONS = ("--problem", "--sandbox")  # the group's options that take a value
+
+
+def global_options_first(argv: list[str]) -> list[str]:
+    """--problem and --sandbox are the group's, but users write them after the command too
+    (`python -m eval test sub.py --problem DIR`): moved before it, with their values."""
+    head, i = [], 0
+    while i < len(argv) and argv[i].startswith("-"):  # the group's own, before the command
+        step = 2 if argv[i] in GLOBAL_OPTIONS else 1
+        head += argv[i:i + step]
+        i += step
+    if i >= len(argv):
+        return list(argv)
+    moved, rest, j = [], [argv[i]], i + 1
+    while j < len(argv):
+        arg = argv[j]
+        if arg == "--":
+            rest += argv[j:]
+            break
+        if arg in GLOBAL_OPTIONS and j + 1 < len(argv):
+            moved += argv[j:j + 2]
+            j += 2
+            continue
+        if arg.split("=", 1)[0] in GLOBAL_OPTIONS and "=" in arg:
+            moved.append(arg)
+        else:
+            rest.append(arg)
+        j += 1
+    return head + moved + rest
+
+
 def cli(argv: list[str] | None = None) -> None:
     """`python -m eval`: click's own error handling replaced, so that every usage or input error is
     one line on stderr (no usage block, no traceback) and exits 2."""
+    argv = global_options_first(sys.argv[1:] if argv is None else list(argv))
     try:
         main.main(args=argv, prog_name="python -m eval", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
@@ -544,7 +576,11 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_add
                    "or a JSONL of {\"id\", \"source\"} lines")
     key = batching.options_key(mode, args)
     started = time.monotonic()
-    with batch_view.progress(len(batching.pending(found, key, output))) as progress:
+    todo = len(batching.pending(found, key, output))
+    if todo < len(found):
+        click.echo(f"{len(found) - todo} of {len(found)} candidates already judged with these options in {output}: "
+                   f"kept, not judged again (another -o, or delete the file, to judge them anew)")
+    with batch_view.progress(todo) as progress:
         try:
             lines = judge_all(found, mode, args, output, jobs=jobs, limit=limit, progress=progress)
         except (ConnectionError, ValueError) as exc:

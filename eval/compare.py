@@ -53,6 +53,7 @@ class Outcome:
     error: str | None = None
     host_timer: bool = False  # no CUDA: CPU wall times
     load: dict | None = None  # the machine's load average before and after, and its CPU count
+    logs: dict = dataclasses.field(default_factory=dict)  # each live side's worker log
 
 
 # a load average above this fraction of the CPUs: the ratio is reported with a warning (other work
@@ -97,6 +98,7 @@ def compare(a: Path, b: Path, cases: list[Case], options: modes.Options, rounds:
     outcome = Outcome(a=sides[0].name, b=sides[1].name, method=options.method, rounds=rounds, per_round=per_round,
                       host_timer=any(s.host_timer for s in sides) or (live and not torch.cuda.is_available()))
     outcome.load = {"before": machine_load() if live else None, "cpus": os.cpu_count()}
+    outcome.logs = {side.name: str(side.runner.log_path) for side in sides if side.runner}
     try:
         samples = []
         with progress.steps(len(cases), "compare") as step:
@@ -179,7 +181,9 @@ def render(outcome: Outcome, fmt: str = "table") -> str:
     if fmt == "popcorn":
         return popcorn(outcome)
     if outcome.error:
-        return f"compare failed: {one_line(outcome.error)}"
+        failed = [log for name, log in outcome.logs.items() if outcome.error.startswith(name)] or list(outcome.logs.values())
+        notes = [f"log: {log}" for log in failed] + ([f"[{HOST_TIMER}]"] if outcome.host_timer else [])
+        return "\n".join(notes + [f"compare failed: {one_line(outcome.error)}"])
     head = f"A = {outcome.a}\nB = {outcome.b}\nratio = B/A mean time (below 1: B faster), 95 % bootstrap interval"
     rows = [f"{'case':<22} {'A µs':>9} {'B µs':>9} {'B/A':>7} {'95% CI':>17}  verdict"]
     for c in outcome.cases:

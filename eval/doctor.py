@@ -16,6 +16,7 @@ import concurrent.futures
 import dataclasses
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -126,6 +127,14 @@ def cuda_expected() -> bool:
     return torch.cuda.is_available()
 
 
+def _remedy(weak: str) -> str:
+    """What to do about a weak layer, where there is something to do."""
+    if weak.startswith("uid: kept root"):
+        return (f" (make the Python installation readable by every user, e.g. chmod -R o+rX {sys.base_prefix}, "
+                f"or run as a user other than root)")
+    return ""
+
+
 def _line(start: Start) -> str:
     state = "CUDA works" if start.cuda else f"CUDA fails: {start.error[:300]}"
     return f"{start.seconds:5.1f} s  {state}"
@@ -183,13 +192,14 @@ def main(workers: int = 16, skip: tuple[str, ...] = (), bisect: bool = False, jo
         say(f"worker start at {best.level}: {best.seconds:.1f} s, {best.started_by or 'python'} ("
             + ", ".join(f"{k} {v:.2f}" for k, v in best.phases.items()) + ")")
         say("layers:")
+        width = max((len(k) for k in best.layers), default=22)
         for k, v in best.layers.items():
-            say(f"  {k:22s} {v}")
+            say(f"  {k:{width}s} {v}")
         if cuda_expected() and level != expected_level():
             problems.append(f"the level is {level or 'none'}, below {expected_level()}")
         if cuda_expected() and not best.cuda:
             problems.append("CUDA does not work in the worker")
-        problems += [f"layer {w}" for w in best.weak()]
+        problems += [f"layer {w}" + _remedy(w) for w in best.weak()]
         if workers and level:
             many = side_by_side(level, workers, log_dir)
             ok = [m for m in many if m.cuda or not cuda_expected()]
@@ -197,7 +207,8 @@ def main(workers: int = 16, skip: tuple[str, ...] = (), bisect: bool = False, jo
             report["side by side"] = {"workers": workers, "reached": len(ok), "start s median": round(statistics.median(times), 2),
                                       "start s max": round(times[-1], 2),
                                       "errors": sorted({m.error[:200] for m in many if m.error and cuda_expected()})}
-            say(f"side by side: {len(ok)}/{workers} workers at {level} with CUDA; start median "
+            say(f"side by side: {len(ok)}/{workers} workers at {level} "
+                f"{'with CUDA' if cuda_expected() else '(no CUDA on this machine)'}; start median "
                 f"{statistics.median(times):.1f} s, max {times[-1]:.1f} s")
             for error in report["side by side"]["errors"][:3]:
                 say(f"  {error}")

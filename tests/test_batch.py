@@ -40,6 +40,7 @@ def test_batch_judges_each_candidate_once_and_resumes(tmp_path):
     again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert len(out.read_text().splitlines()) == 4, "a rerun judged again what was judged"
     assert "1 of 4 passed" in again.stdout
+    assert f"4 of 4 candidates already judged with these options in {out}" in again.stdout  # said, not silent
 
 
 def test_a_judge_that_leaves_no_record_is_not_a_verdict(tmp_path):

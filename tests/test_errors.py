@@ -113,6 +113,8 @@ CASES = [
     (["nosuchcommand"], "No such command"),
     (["--problem", "/nonexistent", "test", SUB], "problem folder /nonexistent does not exist"),
     (["--problem", "{file}", "test", SUB], "is a file"),
+    (["test", SUB, "--problem", "/nonexistent"], "problem folder /nonexistent does not exist"),  # after the command too
+    (["test", SUB, "--cases", "smoke", "--sandbox", "bogus"], "Invalid value for '--sandbox'"),
     (["--problem", "{empty_task}", "test", SUB], "task.yml is empty"),
     (["test", SUB, "-o", "{file}/report.txt"], "is not a writable folder"),  # checked before anything runs
     (["tune", SUB], "defines no CONFIGS and no run_with"),

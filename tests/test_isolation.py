@@ -148,6 +148,11 @@ def test_compare_runs_the_checks_of_test(tmp_path):
 
     outcome = compare.compare(TORCH_REF, ADV / "partial_rows.py", smoke(), options(tmp_path), 1, 2)
     assert outcome.error and "fails the checks" in outcome.error, outcome.error
+    text = compare.render(outcome).splitlines()  # the failing side's log named, the verdict last
+    assert text[-1].startswith("compare failed:") and len(text[-1].splitlines()) == 1
+    logs = [line for line in text if line.startswith("log: ")]
+    assert logs == [f"log: {outcome.logs[str(ADV / 'partial_rows.py')]}"], text
+    assert (f"[{compare.HOST_TIMER}]" in text) == outcome.host_timer
 
 
 def test_worker_text_is_data_in_every_format(tmp_path):
