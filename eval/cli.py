@@ -156,13 +156,19 @@ def make_options(method=None, batch=None, gap_us=500.0, timeout=600.0, dist=None
         fail_usage(str(exc))
 
 
-def emit(record: RunRecord, fmt: str, output: Path | None) -> None:
+def emit(record: RunRecord, fmt: str, output: Path | None, before: str | None = None) -> str:
+    """Print the report, write it to -o (after `before`, an earlier report of the same command: `run`'s
+    test half; JSON: the two as one list) and to POPCORN_FD; returns the report."""
     text = report.render(record, fmt)
     click.echo(text)
-    write_output(text, output)
+    if before is None:
+        write_output(text, output)
+    else:
+        write_output(f"[\n{before},\n{text}\n]" if fmt == "json" else f"{before}\n{text}", output)
     to_popcorn_fd(report.popcorn(record))
     if record.cannot_run:  # not judged here (a missing package, no CUDA GPU): its own exit code, never a failure
         sys.exit(needs.EXIT_CANNOT_RUN)
+    return text
 
 
 def write_output(text: str, output: Path | None) -> None:
@@ -297,7 +303,7 @@ def _judge(sub, mode, case_set, runner, **option_values) -> RunRecord:
 
 
 def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell,
-               leaderboard: bool, runner=None, options: modes.Options | None = None):
+               leaderboard: bool, runner=None, options: modes.Options | None = None, before: str | None = None):
     """Benchmark (or leaderboard) mode, saved and printed. options: judge's options made by the
     caller (`run` on a CPU: its reduced budget), else made from the option values."""
     if options is not None:
@@ -309,7 +315,7 @@ def _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output,
                         batch=batch, gap_us=gap_us, timeout=timeout, dist=dist, fail_narrow=fail_narrow,
                         emulate_blackwell=emulate_blackwell)
     save(record)
-    emit(record, fmt, output)
+    emit(record, fmt, output, before)
     return record
 
 
@@ -348,30 +354,31 @@ CPU_WALL_CAP_S = 5.0
 @handle_config_errors
 def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow, emulate_blackwell, full):
     """`make eval`: test on task.yml's tests, then benchmark; SUB defaults to the best runnable here.
-    Without CUDA the benchmark is reduced (shapes.yaml's `cpu` set, at most 5 timed runs per case)
-    unless --full or --cases is given."""
+    Without CUDA the benchmark is reduced (at most 5 timed runs per case, on shapes.yaml's `cpu` set
+    unless --cases picks others) unless --full is given."""
     sub = sub or _relative(best_runnable())
     click.echo(f"submission: {sub}", err=True)
     options = make_options(method, batch, gap_us, timeout, dist, fail_narrow, emulate_blackwell)
-    reduced = not full and case_set is None and not _cuda()
-    if reduced:
+    reduced = not full and not _cuda()
+    if not _cuda():
+        what = ("task.yml's benchmarks with the leaderboard's run budget (--full: tens of minutes)" if full else
+                f"a reduced benchmark (--cases {case_set or _cpu_set()}, at most {CPU_BUDGET['case'][0]} timed runs "
+                f"per case, no host-cost column; --full for the leaderboard's budget)")
         click.echo(f"no CUDA GPU: every time below is a CPU host-timer number (wall time of the call on this CPU), "
-                   f"not a GPU time. Running the full test set, then a reduced benchmark (--cases {_cpu_set()}, at "
-                   f"most {CPU_BUDGET['case'][0]} timed runs per case, no host-cost column); --full for task.yml's "
-                   "benchmarks.", err=True)
+                   f"not a GPU time. Running the full test set, then {what}.", err=True)
     with modes.runner_for(sub, options, None) as runner:  # one worker tests and benchmarks
         tested = modes.run_tests(sub, case_files.select_cases("tests"), options, runner)
         save(tested)
-        emit(tested, fmt, None)
+        tested_text = emit(tested, fmt, output)  # -o: the test half now (kept if the tests fail), both halves below
         if not tested.passed:
             finish(tested)
         if reduced and not tested.environment.cuda_available:
-            case_set = _cpu_set()
+            case_set = case_set or _cpu_set()
             options.budget, options.host_cost, options.wall_cap_s = CPU_BUDGET, False, CPU_WALL_CAP_S
         case_set = case_set or "benchmarks"
         ensure_floors(tested.environment, case_files.select_cases(case_set), options)
         record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow,
-                            emulate_blackwell, leaderboard=False, runner=runner, options=options)
+                            emulate_blackwell, leaderboard=False, runner=runner, options=options, before=tested_text)
     finish(record)
 
 

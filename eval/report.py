@@ -63,7 +63,7 @@ def timer_note(record: RunRecord) -> str:
     if env.sandbox:
         note += f"; sandbox: {str(env.sandbox.get('sandbox level', 'off') if not env.sandbox.get('sandbox') else 'off').split(' ')[0].rstrip(':')}"
     if env.timer and not env.cuda_available:
-        note += f"  [{HOST_TIMER}]"
+        note += f"\n[{HOST_TIMER}]"  # a line of its own: never cut by a narrow terminal's wrap
     return note
 
 
