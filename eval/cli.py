@@ -510,6 +510,7 @@ def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, 
     text = comparing.render(outcome, fmt)
     click.echo(text)
     write_output(text, output)
+    to_popcorn_fd(comparing.popcorn(outcome))
     if outcome.error:
         sys.exit(EXIT_FAIL)
     if fail_if_slower is not None and comparing.slower_beyond(outcome, fail_if_slower):
@@ -524,7 +525,7 @@ def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, 
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed.")
 @click.option("--fail-narrow/--allow-narrow", "fail_narrow", default=False, show_default=True,
               help="Narrow-data specialisation: the leaderboard's pass with a warning, or a failure.")
-@output_options(("table",))
+@output_options(("table", "json", "markdown"))
 @handle_config_errors
 def rank(subs, case_set, method, timeout, fail_narrow, fmt, output):
     """Local leaderboard: test and benchmark each submission (default: all in submission/)."""
@@ -535,7 +536,10 @@ def rank(subs, case_set, method, timeout, fail_narrow, fmt, output):
     options = make_options(method=method, timeout=timeout, fail_narrow=fail_narrow)
     ensure_floors(modes.describe_environment(), case_files.select_cases(case_set), options)
     outcome = ranking.rank(subs, case_files.select_cases("tests"), case_files.select_cases(case_set), options)
-    text = outcome.text + (f"\n[{report.HOST_TIMER}]" if not _cuda() else "")
+    if fmt == "json":
+        text = ranking.as_json(outcome)
+    else:  # the table is the markdown table
+        text = outcome.text + (f"\n[{report.HOST_TIMER}]" if not _cuda() else "")
     click.echo(text)
     write_output(text, output)
     stopped = next((r.incomplete for r in outcome.rows if r.incomplete), None)

@@ -92,6 +92,21 @@ def _cell(case: CaseResult) -> str:
     return f"{case.stats.mean / 1e3:.2f}" + (f" ({x:.2f}×)" if x else "")
 
 
+def as_json(outcome: Ranking) -> str:
+    """The standings as data: each submission in rank order (then the failed), its geomean, speed-up,
+    reason and each case's mean."""
+    import json
+
+    def row(r: Row, place: int | None) -> dict:
+        return {"rank": place, "name": r.name, "path": r.path, "gpu": r.gpu, "geomean_ns": r.geomean_ns,
+                "speedup": r.speedup, "reason": r.reason, "incomplete": r.incomplete,
+                "cases": [{"case": c.label, "passed": c.passed, "mean_ns": c.stats.mean if c.stats else None}
+                          for c in r.cases]}
+
+    return json.dumps([row(r, i) for i, r in enumerate(outcome.ranked, 1)] + [row(r, None) for r in outcome.failed],
+                      indent=1)
+
+
 def markdown(ranked: list[Row], failed: list[Row], labels: list, gpu: str) -> str:
     head = ["#", "submission", *[f"{l} µs (× floor)" for l in labels], "geomean µs", f"speed-up vs {BASELINE}"]
     lines = [f"Local leaderboard on {for_markdown(gpu)}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -96,12 +96,19 @@ def test_compare_two_saved_results_and_regression_gate(tmp_path):
     same = saved_result(tmp_path / "same.json", {s: 1000.0 for s in specs}, seed=2)
     slow = saved_result(tmp_path / "slow.json", {s: 1100.0 for s in specs}, seed=3)
 
-    def compare(x, y, *extra):
+    def compare(x, y, *extra, env=None, pass_fds=()):
         return subprocess.run([sys.executable, "-m", "eval", "compare", str(x), str(y), *extra], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
+                              capture_output=True, text=True, timeout=120, env=env, pass_fds=pass_fds)
 
-    out = compare(a, same)
+    import os
+
+    read, write = os.pipe()
+    out = compare(a, same, env={**os.environ, "POPCORN_FD": str(write)}, pass_fds=(write,))
+    os.close(write)
+    with os.fdopen(read) as fd:
+        popcorn = fd.read()
     assert out.returncode == 0 and out.stdout.strip().splitlines()[-1].endswith("same"), out.stdout
+    assert "compare-count: 3" in popcorn and "geomean.verdict: same" in popcorn, popcorn  # POPCORN_FD as for test
     out = compare(a, slow, "--fail-if-slower", "5")
     assert out.returncode == 1 and "slower" in out.stdout.splitlines()[-1] and "regression" in out.stderr
     assert compare(a, slow, "--fail-if-slower", "20").returncode == 0
@@ -150,3 +157,21 @@ def test_the_baseline_is_timed_once_per_gpu_and_then_read_back(results_dir, monk
     baselines.baseline_for_cases(results(), options, "NVIDIA H200")
     baselines.baseline_for_cases(results(), modes.Options(method="batched", batch=20), "NVIDIA H100 80GB HBM3")
     assert len(timed) == 3
+
+
+def test_rank_as_json_lists_the_ranked_then_the_failed():
+    """`rank --format json`: the standings as data, the same rows as the table."""
+    import json
+
+    from eval import rank
+    from eval.records import CaseResult
+    from eval.stats import Stats
+
+    fast = rank.Row(name="v5", path="submission/v5.py", gpu="G", geomean_ns=20e3, speedup=9.0,
+                    cases=[CaseResult(spec="s", label="7168x16384x1", args={},
+                                      stats=Stats(runs=3, mean=20e3, std=1.0, err=0.5, best=19e3, worst=21e3,
+                                                  median=20e3))])
+    bad = rank.Row(name="raises", path="x.py", reason="test failed: raised")
+    rows = json.loads(rank.as_json(rank.Ranking(rows=[fast, bad], ranked=[fast], failed=[bad], text="")))
+    assert [r["rank"] for r in rows] == [1, None] and rows[1]["reason"] == "test failed: raised"
+    assert rows[0]["cases"] == [{"case": "7168x16384x1", "passed": True, "mean_ns": 20e3}]
