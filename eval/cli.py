@@ -156,17 +156,19 @@ def make_options(method=None, batch=None, gap_us=500.0, timeout=600.0, dist=None
         fail_usage(str(exc))
 
 
-def emit(record: RunRecord, fmt: str, output: Path | None, before: str | None = None) -> str:
-    """Print the report, write it to -o (after `before`, an earlier report of the same command: `run`'s
-    test half; JSON: the two as one list) and to POPCORN_FD; returns the report."""
+def emit(record: RunRecord, fmt: str, output: Path | None, before: str | None = None, echo: bool = True) -> str:
+    """Print the report (echo), write it to -o (after `before`, an earlier report of the same command:
+    `run`'s test half; JSON: the two as one list, printed so too) and to POPCORN_FD; returns the report."""
     text = report.render(record, fmt)
-    click.echo(text)
-    if before is None:
-        write_output(text, output)
-    else:
-        write_output(f"[\n{before},\n{text}\n]" if fmt == "json" else f"{before}\n{text}", output)
+    both = text if before is None else f"[\n{before},\n{text}\n]" if fmt == "json" else f"{before}\n{text}"
+    if echo:
+        click.echo(both if fmt == "json" else text)
+    write_output(both, output)
     to_popcorn_fd(report.popcorn(record))
     if record.cannot_run:  # not judged here (a missing package, no CUDA GPU): its own exit code, never a failure
+        if not echo:  # `run --format json`'s test half: its list ends here
+            click.echo(f"[\n{text}\n]" if fmt == "json" else text)
+            write_output(f"[\n{text}\n]" if fmt == "json" else text, output)
         sys.exit(needs.EXIT_CANNOT_RUN)
     return text
 
@@ -369,8 +371,12 @@ def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_n
     with modes.runner_for(sub, options, None) as runner:  # one worker tests and benchmarks
         tested = modes.run_tests(sub, case_files.select_cases("tests"), options, runner)
         save(tested)
-        tested_text = emit(tested, fmt, output)  # -o: the test half now (kept if the tests fail), both halves below
+        # -o: the test half now (kept if the tests fail), both halves below; JSON: one list, printed at the end
+        tested_text = emit(tested, fmt, output, echo=fmt != "json")
         if not tested.passed:
+            if fmt == "json":
+                click.echo(f"[\n{tested_text}\n]")
+                write_output(f"[\n{tested_text}\n]", output)
             finish(tested)
         if reduced and not tested.environment.cuda_available:
             case_set = case_set or _cpu_set()

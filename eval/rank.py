@@ -73,7 +73,7 @@ def _evaluate(sub: Path, tests: list[Case], benches: list[Case], options: modes.
     row.gpu = tested.environment.gpu
     row.incomplete = tested.incomplete
     if not tested.passed:
-        row.reason = f"test failed: {_first_failure(tested)}"
+        row.reason = f"test failed: {_first_failure(tested)}" + _log(tested)
         return row
     record = modes.run_benchmarks(sub, benches, options)
     row.incomplete = record.incomplete
@@ -83,8 +83,16 @@ def _evaluate(sub: Path, tests: list[Case], benches: list[Case], options: modes.
     if record.passed:
         row.geomean_ns = record.geomean_ns
     else:
-        row.reason = f"benchmark failed: {_first_failure(record)}"
+        row.reason = f"benchmark failed: {_first_failure(record)}" + _log(record)
     return row
+
+
+def _log(record) -> str:
+    """Where the failing worker's log is (its traceback), as every failure names it."""
+    from eval.report import log_line
+
+    line = log_line(record)
+    return f" ({line})" if line else ""
 
 
 def _cell(case: CaseResult) -> str:

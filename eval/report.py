@@ -230,7 +230,7 @@ def markdown(record: RunRecord) -> str:
         lines += [f"| {for_markdown(c.label)} | {c.status} | {for_markdown(c.error or '')} |" for c in record.cases]
         lines += [f"\n{for_markdown(c.label)}:\n```\n{c.report.replace('```', '` ` `')}\n```" for c in record.cases
                   if c.report]
-        lines += [for_markdown(line) for line in notes(record)]
+        lines += [""] * bool(notes(record)) + [for_markdown(line) for line in notes(record)]  # not a table row
         return "\n".join(lines)
     lines += ["| case | mean ± err µs | best µs | GB/s | % SOL | × floor |", "|---|---|---|---|---|---|"]
     nan = float("nan")

@@ -216,3 +216,15 @@ def test_the_record_says_how_long_the_import_took(tmp_path):
     failed = modes.run_tests(broken, smoke, opts)
     assert failed.error and "cannot build for this GPU" in failed.error
     assert failed.import_s is not None and failed.import_s >= 0.5
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="v5 cannot run without CUDA: the short path of `run`")
+def test_run_in_json_prints_one_list_as_its_o_file(tmp_path):
+    """`run --format json`: stdout parses as JSON, the same list of records as -o (here the test half
+    only: v5 cannot run without CUDA, exit 113)."""
+    report = tmp_path / "run.json"
+    out = cli("run", str(ROOT / "submission" / "v5.py"), "--format", "json", "-o", str(report), timeout=300)
+    assert out.returncode == 113, out.stderr[-2000:]
+    printed = json.loads(out.stdout)
+    assert printed == json.loads(report.read_text()) and [r["mode"] for r in printed] == ["test"]
+    assert printed[0]["cannot_run"] == "a CUDA GPU"

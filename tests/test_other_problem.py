@@ -187,6 +187,8 @@ def test_a_cuda_only_reference_cannot_run_here_without_one():
     out = cli("test", str(folder / "submission.py"), "--format", "json", problem=folder)
     assert out.returncode == needs.EXIT_CANNOT_RUN and '"cannot_run": "a CUDA GPU"' in out.stdout, \
         out.stdout[-2000:] + out.stderr[-2000:]
+    cases = __import__("json").loads(out.stdout)["cases"]  # the first case tells; the rest start no worker
+    assert len(cases) == 2 and cases[1]["error"].startswith("not run: ") and "needs a CUDA GPU" in cases[1]["error"], cases
 
 
 REFK = ROOT / ".refk" / "problems"

@@ -175,3 +175,20 @@ def test_rank_as_json_lists_the_ranked_then_the_failed():
     rows = json.loads(rank.as_json(rank.Ranking(rows=[fast, bad], ranked=[fast], failed=[bad], text="")))
     assert [r["rank"] for r in rows] == [1, None] and rows[1]["reason"] == "test failed: raised"
     assert rows[0]["cases"] == [{"case": "7168x16384x1", "passed": True, "mean_ns": 20e3}]
+
+
+def test_a_failing_submission_in_rank_names_its_log(tmp_path, monkeypatch):
+    """rank's skipped row says where the traceback is, as every failure does."""
+    from pathlib import Path
+
+    from eval import rank
+    from eval.judge import modes
+    from eval.records import CaseResult, RunRecord
+
+    log = tmp_path / "worker.log"
+    log.write_text("Traceback ...\n")
+    failed = RunRecord(mode="test", submission="x.py", passed=False, log=str(log),
+                       cases=[CaseResult(spec="s", label="128x256x1", args={}).fail("raised RuntimeError: boom")])
+    monkeypatch.setattr(modes, "run_tests", lambda *a, **k: failed)
+    row = rank._evaluate(Path("x.py"), [], [], None)
+    assert row.reason.startswith("test failed: 128x256x1: raised RuntimeError: boom") and f"(log: {log})" in row.reason

@@ -72,22 +72,26 @@ def _missing_blackwell(record: RunRecord, result: CaseResult, options: Options) 
         blackwell.ARCH_FAILURE.search(result.error) is not None
 
 
+def lacking(text: str, record: RunRecord) -> str | None:
+    """What this machine lacks for the run, read from one failure's text (None: a real failure)."""
+    if needs.PREFIX + "needs " in text:
+        return text.split(needs.PREFIX + "needs ", 1)[1].split(" (the problem's", 1)[0]
+    beside = Path(record.submission).parent if record.submission else None
+    return needs.what_is_missing(text, torch.cuda.is_available(), beside)
+
+
 def mark_cannot_run(record: RunRecord) -> None:
     """Where the load or a case failed for want of what this machine lacks (a package that is not
     installed, a CUDA GPU: eval/needs.py), the run was not judged: record.cannot_run says what it
     needs and record.error says "cannot run here: needs ..." (never a failing verdict)."""
     if record.cannot_run:
         return
-    beside = Path(record.submission).parent if record.submission else None
     texts = [record.error or ""] + [f"{c.error or ''} {c.detail or ''}" for c in record.cases if not c.passed]
     for text in texts:
-        if needs.PREFIX + "needs " in text:
-            lacking = text.split(needs.PREFIX + "needs ", 1)[1].split(" (the problem's", 1)[0]
-        else:
-            lacking = needs.what_is_missing(text, torch.cuda.is_available(), beside)
-        if lacking:
-            record.cannot_run = lacking
-            record.error = f"{needs.PREFIX}needs {lacking}"
+        missing = lacking(text, record)
+        if missing:
+            record.cannot_run = missing
+            record.error = f"{needs.PREFIX}needs {missing}"
             record.passed = False
             return
 

@@ -23,7 +23,7 @@ import torch
 from eval import problem_folder, progress, results, sol
 from eval.cases import Case, ranking_by
 from eval.judge import static_check, verdict
-from eval.judge.cannot_run import _missing_blackwell, explain_arch_failures, mark_cannot_run  # noqa: F401
+from eval.judge.cannot_run import _missing_blackwell, explain_arch_failures, lacking, mark_cannot_run  # noqa: F401
 from eval.judge.runner import (  # noqa: F401 (re-exported: callers use modes.Options, modes.Runner, ...)
     HOST_BATCHES, HOST_CALLS, NO_LIMIT, SNAPSHOT_SLACK, CaseProfile, Options, Runner, _PROFILES, canaries,
     case_profile, describe_environment, reply_limit, runs_params)
@@ -118,10 +118,15 @@ def run_each_case(mode: str, submission: Path | None, cases: list[Case], options
                 except WorkerFailure as failure:
                     result.fail(failure.reason, failure.detail)
                 record.cases.append(result)
-                if not result.passed and _missing_blackwell(record, result, options):
-                    for rest in cases[i + 1:]:  # the same build, the same GPU: every case would fail alike
+                if result.passed:
+                    continue
+                missing = lacking(f"{result.error or ''} {result.detail or ''}", record)
+                why = ("failed for want of Blackwell" if _missing_blackwell(record, result, options)
+                       else f"needs {missing}" if missing else None)
+                if why:  # the same build, the same machine: every case would fail alike (a worker each)
+                    for rest in cases[i + 1:]:
                         skipped = new_case(rest, options)
-                        skipped.fail(f"not run: {case.label} failed for want of Blackwell (the same for every case)")
+                        skipped.fail(f"not run: {case.label} {why} (the same for every case)")
                         record.cases.append(skipped)
                     break
         except (KeyboardInterrupt, SystemExit) as stop:
