@@ -156,19 +156,30 @@ def make_options(method=None, batch=None, gap_us=500.0, timeout=600.0, dist=None
         fail_usage(str(exc))
 
 
+def one_report(texts: list[str], fmt: str) -> str:
+    """The reports of one command (`run`: test, then benchmark) as one: JSON a list, else one after another."""
+    return "[\n" + ",\n".join(texts) + "\n]" if fmt == "json" else "\n".join(texts)
+
+
+def print_alone(text: str, fmt: str, output: Path | None) -> None:
+    """`run --format json`'s test half when nothing follows it: its list of one, printed and written."""
+    whole = one_report([text], fmt)
+    click.echo(whole)
+    write_output(whole, output)
+
+
 def emit(record: RunRecord, fmt: str, output: Path | None, before: str | None = None, echo: bool = True) -> str:
     """Print the report (echo), write it to -o (after `before`, an earlier report of the same command:
     `run`'s test half; JSON: the two as one list, printed so too) and to POPCORN_FD; returns the report."""
     text = report.render(record, fmt)
-    both = text if before is None else f"[\n{before},\n{text}\n]" if fmt == "json" else f"{before}\n{text}"
+    both = text if before is None else one_report([before, text], fmt)
     if echo:
         click.echo(both if fmt == "json" else text)
     write_output(both, output)
     to_popcorn_fd(report.popcorn(record))
     if record.cannot_run:  # not judged here (a missing package, no CUDA GPU): its own exit code, never a failure
         if not echo:  # `run --format json`'s test half: its list ends here
-            click.echo(f"[\n{text}\n]" if fmt == "json" else text)
-            write_output(f"[\n{text}\n]" if fmt == "json" else text, output)
+            print_alone(text, fmt, output)
         sys.exit(needs.EXIT_CANNOT_RUN)
     return text
 
@@ -375,8 +386,7 @@ def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_n
         tested_text = emit(tested, fmt, output, echo=fmt != "json")
         if not tested.passed:
             if fmt == "json":
-                click.echo(f"[\n{tested_text}\n]")
-                write_output(f"[\n{tested_text}\n]", output)
+                print_alone(tested_text, fmt, output)
             finish(tested)
         if reduced and not tested.environment.cuda_available:
             case_set = case_set or _cpu_set()

@@ -98,7 +98,7 @@ def compare(a: Path, b: Path, cases: list[Case], options: modes.Options, rounds:
     outcome = Outcome(a=sides[0].name, b=sides[1].name, method=options.method, rounds=rounds, per_round=per_round,
                       host_timer=any(s.host_timer for s in sides) or (live and not torch.cuda.is_available()))
     outcome.load = {"before": machine_load() if live else None, "cpus": os.cpu_count()}
-    outcome.logs = {side.name: str(side.runner.log_path) for side in sides if side.runner}
+    outcome.logs = {side.name: results.shown(side.runner.log_path) for side in sides if side.runner}  # as log: lines show it
     try:
         samples = []
         with progress.steps(len(cases), "compare") as step:
