@@ -53,7 +53,6 @@ struct Driver {
   // optional: the off-stream watch (watch.h) and its self-test
   DrvResult (*cuStreamCreate)(DrvStream*, unsigned) = nullptr;
   DrvResult (*cuStreamDestroy)(DrvStream) = nullptr;
-  DrvResult (*cuStreamGetFlags)(DrvStream, unsigned*) = nullptr;
 };
 
 // CUPTI's callback API as the off-stream watch uses it (watch.h): written while the channel opens.
@@ -365,7 +364,6 @@ static void load_driver() {
   sym_optional(r, D.cuStreamSetAttribute, "cuStreamSetAttribute");
   sym_optional(r, D.cuStreamCreate, "cuStreamCreate");
   sym_optional(r, D.cuStreamDestroy, "cuStreamDestroy");
-  sym_optional(r, D.cuStreamGetFlags, "cuStreamGetFlags");
   ck(D.cuInit(0), "cuInit");
   D.loaded = true;
 }

@@ -202,11 +202,6 @@ static void watch_start() {
 }
 
 static void watch_start_here() {
-  const char* knob = getenv("EVAL_OFF_STREAM_WATCH");
-  if (knob && strcmp(knob, "0") == 0) {
-    snprintf(WS.why, sizeof WS.why, "off (EVAL_OFF_STREAM_WATCH=0)");
-    return;
-  }
   void* lib = nullptr;
   dl_iterate_phdr(
       [](struct dl_phdr_info* info, size_t, void* out) -> int {
