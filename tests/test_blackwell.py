@@ -160,3 +160,37 @@ def test_after_one_case_fails_for_want_of_blackwell_the_rest_are_not_run(monkeyp
     record = modes.run_each_case("test", source, chosen, modes.Options(log_dir=tmp_path), call, FakeRunner())
     assert len(calls) == 1 and len(record.cases) == len(chosen) and not record.passed
     assert "e2m1x2" in record.cases[0].error and record.cases[1].error.startswith("not run: ")
+
+
+DSL_TCGEN05 = '''
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import tcgen05
+
+def custom_kernel(data):
+    raise RuntimeError("expects arch to be one of [sm_100a], but got sm_90a")
+'''
+
+
+@pytest.mark.parametrize("error, cannot_run", [
+    ("raised DSLUserCodeError: expects arch to be one of [sm_100a], but got sm_90a", True),
+    ("raised RuntimeError: input on an unexpected device", True),
+    ("mismatch found! custom implementation doesn't match reference", False),  # it ran: a verdict
+])
+def test_under_emulation_a_feature_it_does_not_cover_is_cannot_run(tmp_path, error, cannot_run):
+    """--emulate-blackwell on a file built on CuTe DSL tcgen05 atoms (nvidia's GEMM series): the
+    file cannot run on this GPU at all, as the leaderboard's own evaluator finds here; not a fail."""
+    from eval.judge.cannot_run import explain_arch_failures
+    from eval.records import CaseResult, Environment, RunRecord, Timing
+
+    source = tmp_path / "dsl.py"
+    source.write_text(DSL_TCGEN05)
+    record = RunRecord(mode="test", submission=str(source), timing=Timing(emulated=["torch._scaled_mm"]),
+                       environment=Environment(gpu="NVIDIA H200", cuda_available=True, capability="9.0"))
+    case = CaseResult(spec="m: 1", label="m=1", args={"m": 1})
+    case.fail(error)
+    record.cases.append(case)
+    explain_arch_failures(record)
+    assert bool(record.cannot_run) == cannot_run, record
+    if cannot_run:
+        assert record.error.startswith("cannot run here: needs a Blackwell GPU (sm_100a) for CuTe DSL Blackwell atoms")
+        assert "does not cover" in record.error and record.cases[0].error.startswith("under --emulate-blackwell: ")

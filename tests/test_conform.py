@@ -257,3 +257,23 @@ def test_a_stopped_run_keeps_its_rows_ends_its_runs_and_a_rerun_resumes(tmp_path
     assert again.returncode == 0, again.stderr[-2000:]
     rows = conform.read_rows(jsonl)
     assert len(rows) == 2 and len(jsonl.read_text().splitlines()) == 2 and "within 20 s" in rows[1].ours.reason
+
+
+def test_a_reference_that_imports_a_missing_package_is_cannot_run_before_any_worker(tmp_path):
+    """amd_202602's reference.py imports aiter: on a machine without it every solution is "cannot run
+    here: needs aiter", exit 113, found in the judge (the problem's code), not "crashed" in a worker."""
+    folder = tmp_path / "refneeds"
+    folder.mkdir()
+    for name in ("task.py", "task.yml"):
+        (folder / name).write_text((SERIES / "borrowed" / "needs_package" / name).read_text()
+                                   .replace("../../../conventions", str(CONVENTIONS)))
+    (folder / "reference.py").write_text("import nosuchref_conform\n" + (
+        SERIES / "borrowed" / "single_tensor" / "reference.py").read_text())
+    (folder / "submission.py").write_text("def custom_kernel(data):\n    return data\n")
+    out = subprocess.run([sys.executable, "-m", "eval", "--problem", str(folder), "test", str(folder / "submission.py")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results")})
+    assert out.returncode == 113, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "cannot run here: needs nosuchref_conform (pip install nosuchref-conform) (the problem's reference.py)" \
+        in out.stdout, out.stdout
+    assert "starting a worker" not in out.stdout + out.stderr

@@ -228,3 +228,19 @@ def test_run_in_json_prints_one_list_as_its_o_file(tmp_path):
     printed = json.loads(out.stdout)
     assert printed == json.loads(report.read_text()) and [r["mode"] for r in printed] == ["test"]
     assert printed[0]["cannot_run"] == "a CUDA GPU"
+
+
+def test_an_output_may_span_what_the_reference_returns_and_no_more(monkeypatch):
+    """The worker refuses an output tensor spanning more than the request's max_span: 1 GiB, or
+    SNAPSHOT_SLACK times the reference's own output where that is larger (amd/mla-decode returns its
+    1.2 GiB KV cache); both the trial and the timed runs ask for it, and it is echoed back."""
+    from eval.judge import runner
+
+    args = cases.select_cases("smoke")[0].args
+    small = runner.case_profile(args)
+    assert runner.max_span(args) == 1 << 30
+    assert runner.runs_params(args, modes.Options(), (10, 1e9), False)["max_span"] == 1 << 30
+    big = runner.CaseProfile(small.items, small.reference_writes, 3 << 29, small.outputs)
+    monkeypatch.setattr(runner, "case_profile", lambda a: big)
+    assert runner.max_span(args) == runner.SNAPSHOT_SLACK * (3 << 29)
+    assert runner.reply_limit("trial", {"args": args, "params": {"steps": [{}, {}]}}) >= 2 * runner.max_span(args)

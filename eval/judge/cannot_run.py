@@ -45,6 +45,24 @@ def explain_arch_failures(record: RunRecord) -> None:
             if hasattr(holder, "detail"):
                 holder.detail = f"{message}\n{holder.detail}".strip()
             _blackwell_cannot_run(record, source)
+    if emulated:
+        _uncovered_cannot_run(record, source)
+
+
+def _uncovered_cannot_run(record: RunRecord, source: str) -> None:
+    """Under --emulate-blackwell, a file built on a Blackwell-only feature that emulation does not
+    cover (CuTe DSL tcgen05 atoms, CUTLASS SM100 kernels) that failed without running: not a verdict
+    either ("cannot run here: needs a Blackwell GPU ..."), as on the leaderboard's own evaluator here."""
+    feature = blackwell.find(source)
+    if record.cannot_run or feature is None or feature.emulated:
+        return
+    failures = [h.error for h in [record, *record.cases] if h.error]
+    if not failures or any(f.removeprefix("under --emulate-blackwell: ").startswith(blackwell.RAN) for f in failures):
+        return
+    record.cannot_run = (f"a Blackwell GPU ({feature.needs}) for {feature.what}, line {feature.line}, "
+                         f"which --emulate-blackwell does not cover")
+    record.error = f"{needs.PREFIX}needs {record.cannot_run}"
+    record.passed = False
 
 
 def _blackwell_cannot_run(record: RunRecord, source: str) -> None:
@@ -94,6 +112,19 @@ def mark_cannot_run(record: RunRecord) -> None:
             record.error = f"{needs.PREFIX}needs {missing}"
             record.passed = False
             return
+
+
+def reference_lacks() -> str | None:
+    """What this machine lacks to import the problem's reference.py (the problem's code, imported in
+    the judge as it is for every case: a package it imports, e.g. amd_202602's aiter), or None. Any
+    other failure is left to the run, which reports it."""
+    from eval import problem_folder
+
+    try:
+        problem_folder.current().reference
+    except Exception as exc:  # noqa: BLE001 - the problem's code, whatever it raises
+        return needs.what_is_missing(f"{type(exc).__name__}: {exc}", torch.cuda.is_available())
+    return None
 
 
 def _explain_missing_gpu(record: RunRecord) -> None:

@@ -20,13 +20,14 @@ from pathlib import Path
 
 import torch
 
-from eval import problem_folder, progress, results, sol
+from eval import needs, problem_folder, progress, results, sol
 from eval.cases import Case, ranking_by
 from eval.judge import static_check, verdict
-from eval.judge.cannot_run import _missing_blackwell, explain_arch_failures, lacking, mark_cannot_run  # noqa: F401
+from eval.judge.cannot_run import (  # noqa: F401
+    _missing_blackwell, explain_arch_failures, lacking, mark_cannot_run, reference_lacks)
 from eval.judge.runner import (  # noqa: F401 (re-exported: callers use modes.Options, modes.Runner, ...)
     HOST_BATCHES, HOST_CALLS, NO_LIMIT, SNAPSHOT_SLACK, CaseProfile, Options, Runner, _PROFILES, canaries,
-    case_profile, describe_environment, reply_limit, runs_params)
+    case_profile, describe_environment, max_span, reply_limit, runs_params)
 from eval.judge.wire import Reply, WorkerFailure  # noqa: F401 (re-exported)
 from eval.judge.lifecycle import _live_workers
 from eval.judge.off_stream import (  # noqa: F401 (re-exported: tests and experiments read modes.STRADDLE_*, ...)
@@ -76,6 +77,12 @@ def start_record(mode: str, submission: Path | None, runner: Runner, options: Op
             record.error = static_check.describe(failing[0])
             record.environment = describe_environment()
             return record
+    missing = reference_lacks()
+    if missing:  # not the submission's fault: no worker is started to find it out
+        record.cannot_run = missing
+        record.error = f"{needs.PREFIX}needs {missing} (the problem's reference.py)"
+        record.environment = describe_environment()
+        return record
     try:
         info = runner.ensure()
     except WorkerFailure as failure:
@@ -175,7 +182,8 @@ def check_trial(runner: Runner, result: CaseResult, options: Options, config=Non
     steps = trial_steps(result.args)
     if not case_profile(result.args).items and NO_INPUT_TENSOR not in result.warnings:
         result.warnings.append(NO_INPUT_TENSOR)
-    params = {"cuda": torch.cuda.is_available(), "flush_l2_multiple": FLUSH_L2_MULTIPLE, "steps": steps}
+    params = {"cuda": torch.cuda.is_available(), "flush_l2_multiple": FLUSH_L2_MULTIPLE, "steps": steps,
+              "max_span": max_span(result.args)}
     payload = {"args": result.args, "params": params}
     if config is not None:
         payload["config"] = config

@@ -70,6 +70,12 @@ def reply_limit(op: str, payload: dict) -> int:
     return 2 * calls * per_call
 
 
+def max_span(args: dict) -> int:
+    """The most bytes one output tensor may span in the worker's snapshot (its "max_span"): 1 GiB, or
+    more where the reference's own output is that large (amd/mla-decode returns its 1.2 GiB KV cache)."""
+    return max(1 << 30, SNAPSHOT_SLACK * case_profile(args).output_bytes)
+
+
 def _say_if_building() -> None:
     """A progress line before the harness's compiled loop is built (once per machine, minutes)."""
     from eval.worker import build
@@ -197,5 +203,5 @@ def runs_params(args: dict, options: Options, budget: tuple, fresh_seeds: bool, 
         "canary": canaries(args) if check else [], "check": check, "seed": int(args["seed"]),
         "fresh_seeds": fresh_seeds, "batch": options.batch if options.method == "batched" else 1,
         "max_repeats": int(max_repeats), "max_time_ns": float(max_time_ns), "wall_cap_ns": float(options.wall_cap_s) * 1e9,
-        "host_calls": host_calls if options.host_cost else 0,
+        "host_calls": host_calls if options.host_cost else 0, "max_span": max_span(args),
     }

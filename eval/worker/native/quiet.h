@@ -95,7 +95,10 @@ struct Snap {
   std::string bytes;
 };
 
-static const size_t MAX_OUTPUT_SPAN = (size_t)1 << 30;
+// The most bytes one output tensor may span: the judge's "max_span" (its reply limit per call, sized
+// by the reference's own output: eval/judge/runner.py, snapshot_span), else 1 GiB. Set per request.
+static const size_t DEFAULT_OUTPUT_SPAN = (size_t)1 << 30;
+static size_t MAX_OUTPUT_SPAN = DEFAULT_OUTPUT_SPAN;
 
 static Snap describe_tensor(PyObject* o);
 
@@ -192,7 +195,10 @@ static Snap describe_tensor(PyObject* o) {
   size_t item = t.element_size();
   if (empty) { s.span = 0; s.offset = 0; return s; }
   s.span = (size_t)(hi - lo + 1) * item;
-  if (s.span > MAX_OUTPUT_SPAN) { s.problem = "output spans more than 1 GiB of memory"; return s; }
+  if (s.span > MAX_OUTPUT_SPAN) {
+    s.problem = "output spans more than " + std::to_string(MAX_OUTPUT_SPAN >> 20) + " MiB of memory";
+    return s;
+  }
   s.offset = -lo;
   // const: data_ptr() would materialise a copy-on-write storage through the CPU allocator (which
   // native code can replace) after the end clock

@@ -126,6 +126,15 @@ static T get(const py::dict& d, const char* key) {
   return d[key].cast<T>();
 }
 
+// The request's "max_span" (bytes one output tensor may span), if any; the echo's text for it.
+static std::string take_max_span(const py::dict& params) {
+  MAX_OUTPUT_SPAN = DEFAULT_OUTPUT_SPAN;
+  if (!params.contains("max_span")) return "";
+  int64_t asked = params["max_span"].cast<int64_t>();
+  if (asked > 0) MAX_OUTPUT_SPAN = (size_t)asked;
+  return ",\"max_span\":" + std::to_string(asked);
+}
+
 // ------------------------------------------------------------------------------------------------
 // runs(): every measurement and every output the judge sees comes from here.
 //
@@ -142,6 +151,7 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
   double wait_ns = get<double>(params, "wait_ns"), l2x = get<double>(params, "flush_l2_multiple");
   int64_t seed = get<int64_t>(params, "seed"), batch = get<int64_t>(params, "batch");
   int64_t max_repeats = get<int64_t>(params, "max_repeats"), host_calls = get<int64_t>(params, "host_calls");
+  std::string span_echo = take_max_span(params);
   double max_time_ns = get<double>(params, "max_time_ns"), wall_cap_ns = get<double>(params, "wall_cap_ns");
   std::vector<Region> rs = regions_of(params["canary"]);
   if (batch < 1 || max_repeats < 1) throw std::runtime_error("batch and max_repeats must be >= 1");
@@ -280,7 +290,7 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
       << ",\"fresh_seeds\":" << (fresh ? "true" : "false") << ",\"wait_ns\":" << wait_ns
       << ",\"flush_l2_multiple\":" << l2x << ",\"seed\":" << seed << ",\"batch\":" << batch
       << ",\"max_repeats\":" << max_repeats << ",\"max_time_ns\":" << max_time_ns << ",\"wall_cap_ns\":" << wall_cap_ns
-      << ",\"host_calls\":" << host_calls << ",\"canary\":" << regions_json(rs) << "},\"timer\":\""
+      << ",\"host_calls\":" << host_calls << span_echo << ",\"canary\":" << regions_json(rs) << "},\"timer\":\""
       << (cuda ? "cuda-events" : "host-clock (no CUDA)") << "\",\"gpu\":" << Json::esc(G.description)
       << ",\"flush_ref_ns\":" << G.flush_ref_ns << ",\"runs\":" << runs_json.str() << ",\"host_ns\":" << host_ns << ",\"host\":" << host_json.str() << "}";
   send_reply(nonce, h.o.str(), blob);

@@ -30,6 +30,7 @@ static void trial(const std::string& nonce, py::object kernel, py::object make_i
   Busy busy;
   bool cuda = get<bool>(params, "cuda");
   double l2x = get<double>(params, "flush_l2_multiple");
+  std::string span_echo = take_max_span(params);
   if (cuda) init_gpu(l2x);
   py::list steps = params["steps"];
   Text sj, echo;
@@ -87,6 +88,6 @@ static void trial(const std::string& nonce, py::object kernel, py::object make_i
   check_driver_tables();
   Json h;
   h.o << "{\"nonce\":" << Json::esc(nonce) << ",\"kind\":\"trial\",\"params\":{\"cuda\":" << (cuda ? "true" : "false")
-      << ",\"flush_l2_multiple\":" << l2x << ",\"steps\":" << echo.str() << "},\"steps\":" << sj.str() << "}";
+      << ",\"flush_l2_multiple\":" << l2x << span_echo << ",\"steps\":" << echo.str() << "},\"steps\":" << sj.str() << "}";
   send_reply(nonce, h.o.str(), blob);
 }
