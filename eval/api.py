@@ -65,6 +65,8 @@ def judge(submission: str | Path, mode: str = "test", problem: str | Path | None
         raise ValueError(f"mode {mode!r}: choose one of {', '.join(MODES)}")
     if problem is not None:
         problem_folder.use(problem)
+    if problem_folder.current().own_evaluator is not None:  # a folder of its own contract (princeton's)
+        return _own_contract(submission, mode, cases, options(**option_values))
     chosen = _cases(cases, "tests" if mode == "test" else "benchmarks")
     judged_options = options(**option_values)
     if isinstance(submission, str) and "\n" in submission:
@@ -117,6 +119,27 @@ def judge_many(submissions: Iterable[str | Path], mode: str = "test", args: Iter
                 yield line
         finally:
             thread.join()
+
+
+def _own_contract(submission, mode: str, cases, judged_options: modes.Options) -> RunRecord:
+    """A folder without task.py, judged by its own evaluator in a sandboxed worker (own_contract.py)."""
+    from eval.judge import own_contract
+
+    if isinstance(submission, str) and "\n" in submission:
+        raise ValueError("a folder of its own contract judges a file: give the submission's path")
+    last = cases == "benchmarks:-1"  # conform: the ranked case only, where ranking_by is last
+    cases = "benchmarks" if last else cases
+    if cases not in (None, "tests", "benchmarks") and not isinstance(cases, list):
+        raise ValueError(f"--cases {cases}: a folder of its own contract runs its task.yml's tests or benchmarks only")
+    path = _locate(Path(submission))
+    if not path.is_file():
+        raise ValueError(f"{path} is not a file")
+    chosen = own_contract.cases_of("test" if cases == "tests" else "benchmark" if cases == "benchmarks" else mode) \
+        if not isinstance(cases, list) else [dict(c) for c in cases]
+    chosen = chosen[-1:] if last else chosen
+    if mode == "leaderboard":  # never judged below full unless the user chose the level
+        judged_options = dataclasses.replace(judged_options, require_full_sandbox=True)
+    return own_contract.judge(path, mode, judged_options, chosen)
 
 
 def _locate(path: Path) -> Path:

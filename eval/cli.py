@@ -286,6 +286,14 @@ def main(ctx, problem_dir, sandbox_level):
         fail_usage(str(exc))
     except Exception as exc:  # problem.py itself does not import
         fail_usage(f"the problem's problem.py does not import: {type(exc).__name__}: {exc}")
+    own = problem_folder.current().own_evaluator
+    if own is not None and ctx.invoked_subcommand not in OWN_CONTRACT_COMMANDS:
+        fail_usage(f"{problem_folder.current().root} has its own contract (no task.py; its evaluator is {own.name}): "
+                   f"only {', '.join(sorted(OWN_CONTRACT_COMMANDS))} run it")
+
+
+# what runs on a folder of its own contract (eval/judge/own_contract.py: its evaluator, in the sandbox)
+OWN_CONTRACT_COMMANDS = {"test", "benchmark", "leaderboard", "batch", "conform", "doctor"}
 
 
 def _terminated(signum, frame):

@@ -114,7 +114,17 @@ def find_problems(path: Path) -> list[Path]:
 
 def our_layout(folder: Path) -> str | None:
     """None where ours can judge the folder (task.py, reference.py with generate_input, ref_kernel and
-    check_implementation, a custom_kernel submission); else why not (read from its files)."""
+    check_implementation, a custom_kernel submission; or a folder of its own contract, no task.py and
+    its own evaluator, which ours runs in the sandbox); else why not (read from its files)."""
+    try:
+        task = load_task(folder)
+    except (OSError, yaml.YAMLError) as exc:
+        return f"task.yml cannot be read: {exc}"
+    if task.get("multi_gpu"):
+        return (f"a multi-GPU problem (task.yml multi_gpu: true, world_size {world_size(task) or '?'}): ours judges "
+                f"one process on one GPU")
+    if problem_folder.own_evaluator(folder) is not None:
+        return None  # its own contract: ours runs its evaluator in the sandbox (eval/judge/own_contract.py)
     if not (folder / "task.py").is_file():
         return ("not the custom_kernel(data) layout: the folder has no task.py (its own evaluator's contract); "
                 "ours judges folders with generate_input, ref_kernel and check_implementation")
@@ -127,6 +137,12 @@ def our_layout(folder: Path) -> str | None:
     if missing:
         return f"not the custom_kernel(data) layout: reference.py defines no {', '.join(missing)}"
     return None
+
+
+def world_size(task: dict) -> int:
+    """The most processes (GPUs) a multi-GPU problem's cases ask for (their world_size), or 0."""
+    return max([int(c.get("world_size") or 0) for c in [*(task.get("tests") or []), *(task.get("benchmarks") or [])]
+                if isinstance(c, dict)] or [0])
 
 
 def find_solutions(folder: Path) -> list[Path]:
@@ -248,6 +264,11 @@ def official(folder: Path, solution: Path, mode: str, timing: bool, emulate: boo
     in the evaluator's name); limit: seconds at most (else task.yml's timeout, as its runner)."""
     task = load_task(folder)
     started = time.monotonic()
+    wanted, here = world_size(task), gpu_count()
+    if task.get("multi_gpu") and wanted > here:  # its runner gives it a machine of that many GPUs
+        evaluator = (problem_folder.staging(folder) or problem_folder.Staging("eval.py", ())).evaluator
+        return Side(False, reason=f"{needs.PREFIX}needs {wanted} GPUs (multi_gpu, world_size {wanted}); this machine "
+                                  f"has {here}"), evaluator
     with tempfile.TemporaryDirectory(prefix="conform-") as scratch:
         work = Path(scratch)
         try:

@@ -60,6 +60,11 @@ class Problem:
     def reference(self) -> ModuleType:
         return import_file("reference", self.root / "reference.py")
 
+    @functools.cached_property
+    def own_evaluator(self) -> Path | None:
+        """Its own evaluator where the folder has its own contract (own_evaluator), else None."""
+        return own_evaluator(self.root)
+
     @property
     def task_file(self) -> Path:
         return self.root / "task.yml"
@@ -121,6 +126,17 @@ def staging(root: Path) -> Staging | None:
     files = tuple((str(f.get("name", "")), str(f.get("source", ""))) for f in task.get("files") or []
                   if isinstance(f, dict))
     return Staging(str((task.get("config") or {}).get("main") or "eval.py"), files)
+
+
+def own_evaluator(root: Path) -> Path | None:
+    """A folder of its own contract: no task.py (no custom_kernel(data)), its own evaluator as
+    task.yml's config.main (princeton's cross_entropy_py: cross_entropy_forward/backward, checked by
+    its eval.py). The evaluator's file, or None for a folder in the leaderboard's usual layout."""
+    if (root / "task.py").is_file():
+        return None
+    staged = staging(root)
+    path = (root / staged.evaluator) if staged else None
+    return path.resolve() if path is not None and path.is_file() else None
 
 
 def declared_timing(root: Path) -> Timing:
@@ -200,6 +216,8 @@ def find_root(explicit: str | os.PathLike | None = None) -> Path:
     if not root.is_dir():
         raise ProblemError(f"{root} is not a folder (give a problem folder: task.yml, task.py, reference.py)")
     missing = [f for f in ("task.yml", "task.py", "reference.py") if not (root / f).is_file()]
+    if missing == ["task.py"] and own_evaluator(root):  # a folder of its own contract (princeton's)
+        return root
     if missing:
         raise ProblemError(f"{root} is not a problem folder: it lacks {', '.join(missing)} "
                            "(the leaderboard's layout: task.yml, task.py, reference.py)")

@@ -3,6 +3,7 @@ convention the leaderboard's folders use, and a minimal evaluator in its runner'
 here): the same verdict as that evaluator on every row where it runs; the FP4-GEMM reference, which
 cannot run without Blackwell, judged by ours through the exact emulation in the judge."""
 import ctypes
+import json
 import os
 import subprocess
 import sys
@@ -164,7 +165,7 @@ def test_conform_on_every_convention_streams_resumes_and_limits_each_solution(tm
     assert not hang.official.ran and not hang.ours.ran and "60 s" in hang.ours.reason and "60 s" in hang.official.reason
     assert rows[("hang", "submission.py")].agree is True  # the hang cost its own row only
     own = rows[("own_contract", "submission.py")]
-    assert own.official.passed and not own.ours.ran and "no task.py" in own.ours.reason
+    assert own.official.passed and own.ours.ran and own.ours.passed and own.agree is True, own  # its evaluator, sandboxed
     assert rows[("no_tensor", "submission.py")].agree is True and rows[("no_tensor", "submission.py")].ours.passed
     cuda = rows[("cuda_only", "submission.py")]
     if not torch.cuda.is_available():
@@ -277,3 +278,47 @@ def test_a_reference_that_imports_a_missing_package_is_cannot_run_before_any_wor
     assert "cannot run here: needs nosuchref_conform (pip install nosuchref-conform) (the problem's reference.py)" \
         in out.stdout, out.stdout
     assert "starting a worker" not in out.stdout + out.stderr
+
+
+def test_a_multi_gpu_folder_says_what_it_needs_on_both_sides(tmp_path, monkeypatch):
+    """amd_distributed's folders (multi_gpu: true, world_size 8): neither side runs on fewer GPUs,
+    and each says why in one line instead of a generate_input traceback or a port clash."""
+    from eval import conform
+
+    folder = tmp_path / "all2all"
+    folder.mkdir()
+    (folder / "task.yml").write_text('files:\n  - {"name": "submission.py", "source": "@SUBMISSION@"}\n'
+                                     '  - {"name": "eval.py", "source": "../eval.py"}\nmulti_gpu: true\n'
+                                     'config:\n  main: "eval.py"\ntests:\n  - {"world_size": 8, "m": 64, "seed": 1}\n'
+                                     'benchmarks:\n  - {"world_size": 4, "m": 64, "seed": 2}\n')
+    for name in ("task.py", "reference.py", "submission.py"):
+        (folder / name).write_text("")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert conform.our_layout(folder).startswith("a multi-GPU problem (task.yml multi_gpu: true, world_size 8)")
+    side, evaluator = conform.official(folder, folder / "submission.py", "test", False)
+    assert not side.ran and side.reason == "cannot run here: needs 8 GPUs (multi_gpu, world_size 8); this machine has 2"
+    assert evaluator == "../eval.py"
+
+
+def test_a_folder_of_its_own_contract_is_judged_by_its_evaluator_in_the_sandbox(tmp_path):
+    """princeton's cross_entropy_py has no task.py: its submission defines its own functions and its
+    eval.py checks them. `test` runs that evaluator inside a sandboxed worker (its verdict, our
+    sandbox), a wrong file fails with exit 112, and a command that needs custom_kernel says it cannot."""
+    folder = SERIES / "borrowed" / "own_contract"
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text("def forward(x):\n    return x * 2\n")
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results")}
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "eval", "--problem", str(folder), *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300, env=env)
+
+    good = run("test", str(folder / "submission.py"), "--format", "json")
+    assert good.returncode == 0, good.stdout[-2000:] + good.stderr[-2000:]
+    record = json.loads(good.stdout)
+    assert record["passed"] and record["environment"]["sandbox"] and record["cases"][0]["status"] == "pass"
+    assert "its own contract" in record["cases"][0]["warnings"][0]
+    bad = run("test", str(wrong))
+    assert bad.returncode == 112 and "check: fail" in bad.stdout, bad.stdout[-2000:]
+    other = run("profile", str(wrong))
+    assert other.returncode == 2 and "has its own contract" in other.stderr and len(other.stderr.splitlines()) == 1

@@ -29,7 +29,7 @@ from eval.judge import disk_quota, text
 from eval.judge.accounting import Deadline
 
 REPLY_KINDS = {"hello": "hello", "load": "ready", "trial": "trial", "runs": "runs", "baseline": "runs",
-               "profile": "text", "configs": "text"}
+               "profile": "text", "configs": "text", "evaluate": "text"}
 TEXT_HEADER_LIMIT = 16 << 20  # a reply without measurements (hello, ready, text, error)
 
 

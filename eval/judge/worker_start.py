@@ -223,6 +223,7 @@ class WorkerProcess(Requests, Control):
         self._store_builds = False  # set once the import succeeded: its builds are kept at close
         self._built_by = 0  # when the import ended (ns): files changed later are not kept
         self.started_by = ""  # "zygote ..." (forked from the judge's zygote, eval/judge/zygote.py) or "python"
+        self.defer_import = False  # a folder of its own contract: its evaluator imports the file (own_contract.py)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, load_timeout: float = DEFAULT_LOAD_TIMEOUT_S, import_timeout: float | None = None) -> dict:
@@ -407,7 +408,8 @@ class WorkerProcess(Requests, Control):
     def _load(self, import_timeout: float, build_limit: float) -> None:
         started = time.monotonic()
         try:
-            reply = self.request("load", {"submission": str(self.submission) if self.submission else None},
+            reply = self.request("load", {"submission": str(self.submission) if self.submission else None,
+                                          **({"defer": True} if self.defer_import else {})},
                                  import_timeout, build_limit=build_limit)
         finally:  # how long the import took (its builds included), also when it failed
             self.import_s = round(time.monotonic() - started, 2)

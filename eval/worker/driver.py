@@ -117,6 +117,7 @@ class Worker:
         self.cuda = torch.cuda.is_available() and not cuda_error
         self.cuda_error = cuda_error
         self.module = None
+        self.deferred: Path | None = None  # a folder of its own contract: its evaluator imports the file
         self.said_hello = False
 
     def kernel(self, request: dict):
@@ -169,7 +170,10 @@ class Worker:
             arch = os.environ.get("EVAL_GPU_ARCH", "")
             if os.environ.get("EVAL_BUILD_ONLY") == "1" and not self.cuda and len(arch) >= 2 and arch.isdigit():
                 stand_in_gpu(self.torch, arch)
-            self.module = load_submission(Path(request["submission"]))
+            if request.get("defer"):  # a folder of its own contract: its evaluator imports it (op_evaluate)
+                self.deferred = Path(request["submission"])
+            else:
+                self.module = load_submission(Path(request["submission"]))
         self.native.reply(nonce, "ready", json.dumps({"import_s": round(time.monotonic() - started, 3)}))
 
     def check_device(self, request: dict) -> None:
@@ -212,6 +216,50 @@ class Worker:
                                  request.get("ncu", False))
         self.native.reply(nonce, "text", text)
 
+    def op_evaluate(self, nonce: str, request: dict) -> None:
+        """A folder of its own contract (no task.py: princeton's cross_entropy_py): its own evaluator
+        (task.yml's config.main) run here, in the sandbox, the way the leaderboard's runner runs it: the
+        submission importable as `submission`, `EVALUATOR MODE CASES` in sys.argv, the write end of a
+        pipe in POPCORN_FD. The reply: its exit code and the key: value lines it wrote (the judge reads
+        them, eval/judge/own_contract.py). Once per worker."""
+        import runpy
+        import tempfile
+        import threading
+
+        from eval import problem_folder
+
+        if self.deferred is None or self.module is not None:
+            raise SubmissionLoadError("evaluate follows a deferred load, once")
+        evaluator = problem_folder.current().own_evaluator
+        if evaluator is None:
+            raise SubmissionLoadError("this problem folder has no evaluator of its own")
+        submission, self.deferred = self.deferred, None
+        sys.meta_path.insert(0, _SubmissionFinder(submission))
+        handle, cases = tempfile.mkstemp(suffix=".txt")  # in the worker's own TMPDIR
+        with os.fdopen(handle, "w") as f:
+            f.write(str(request["cases"]))
+        read_end, write_end = os.pipe()
+        pipe = os.fstat(write_end).st_ino
+        lines: list = []
+        drain = threading.Thread(target=lambda: lines.append(os.fdopen(read_end, "r", errors="replace").read()),
+                                 daemon=True)
+        drain.start()
+        os.environ["POPCORN_FD"] = str(write_end)
+        sys.argv = [evaluator.name, str(request["mode"]), cases]
+        code = 0
+        try:
+            runpy.run_path(str(evaluator), run_name="__main__")
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        finally:
+            try:  # unless the evaluator closed it (os.fdopen(...).close()) and the number is another file's now
+                if os.fstat(write_end).st_ino == pipe:
+                    os.close(write_end)
+            except OSError:
+                pass
+            drain.join(timeout=30)
+        self.native.reply(nonce, "text", json.dumps({"exit": code, "popcorn": "".join(lines)}))
+
     def handle(self, request: dict) -> None:
         nonce = request["nonce"]
         op = getattr(self, f"op_{request['op']}", None)
@@ -224,6 +272,18 @@ class Worker:
             self.native.reply(nonce, "error", describe_error(exc))
         sys.stdout.flush()
         sys.stderr.flush()
+
+
+class _SubmissionFinder:
+    """`import submission` finds the file under judgement (op_evaluate), as the runner stages it."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "submission":
+            return None
+        return importlib.util.spec_from_file_location("submission", self.path)
 
 
 def _cuda_works(torch) -> tuple[bool, str | None]:
