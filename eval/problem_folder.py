@@ -306,6 +306,36 @@ def flatten(data) -> tuple[list, list]:
     return leaves, names
 
 
+PLAIN = (int, float, complex, bool, str, bytes, type(None))
+
+
+def opaque(data) -> list[str]:
+    """Type names of the objects in generate_input's result that are neither tensors, containers
+    (tuple, list, dict), plain values, nor torch's dtype/device: objects with state of their own that
+    the worker cannot refill with new data in place (amd/mla-decode's KVCache module, which holds its
+    cache and the length filled so far; its Config)."""
+    import enum
+
+    import torch
+
+    found: list = []
+
+    def walk(x, depth: int) -> None:
+        if _is_tensor(x) or isinstance(x, PLAIN + (torch.dtype, torch.device, enum.Enum)) or depth >= MAX_DEPTH:
+            return
+        if isinstance(x, dict):
+            for v in x.values():
+                walk(v, depth + 1)
+        elif isinstance(x, (tuple, list)):
+            for v in x:
+                walk(v, depth + 1)
+        elif type(x).__name__ not in found:
+            found.append(type(x).__name__)
+
+    walk(data, 0)
+    return found
+
+
 def replace_tensors(data, new: list):
     """data with its tensors (flatten's order) replaced by new's, the structure and everything else
     kept (a tuple subclass such as torch.return_types.geqrf rebuilt as its own type where it can be)."""

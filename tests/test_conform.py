@@ -322,3 +322,29 @@ def test_a_folder_of_its_own_contract_is_judged_by_its_evaluator_in_the_sandbox(
     assert bad.returncode == 112 and "check: fail" in bad.stdout, bad.stdout[-2000:]
     other = run("profile", str(wrong))
     assert other.returncode == 2 and "has its own contract" in other.stderr and len(other.stderr.splitlines()) == 1
+
+
+def test_an_input_with_state_of_its_own_gets_a_new_input_each_call(monkeypatch):
+    """amd/mla-decode hands a KVCache module (its cache and the length filled so far) beside its
+    tensors: refilled tensors cannot reset it, so the same-buffers call is not made (with a warning)
+    and the other calls keep their own reasons."""
+    import dataclasses
+
+    from eval.judge import modes, runner
+
+    class KVCache(torch.nn.Module):
+        pass
+
+    @dataclasses.dataclass
+    class Config:
+        n: int
+
+    assert problem_folder.opaque((Config(1), torch.ones(2), KVCache())) == ["Config", "KVCache"]
+    assert problem_folder.opaque({"x": torch.ones(2), "cfg": {"dim": 3, "dtype": torch.float16}, "s": "a"}) == []
+    plain = runner.CaseProfile(2, frozenset(), 8, frozenset())
+    stateful = dataclasses.replace(plain, opaque=("KVCache",))
+    args = cases.select_cases("smoke")[0].args
+    monkeypatch.setattr(modes, "case_profile", lambda args: plain)
+    assert [s["reuse"] for s in modes.trial_steps(args)][:3] == [False, True, False]
+    monkeypatch.setattr(modes, "case_profile", lambda args: stateful)
+    assert [s["reuse"] for s in modes.trial_steps(args)][:2] == [False, False]

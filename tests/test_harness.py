@@ -244,3 +244,11 @@ def test_an_output_may_span_what_the_reference_returns_and_no_more(monkeypatch):
     monkeypatch.setattr(runner, "case_profile", lambda a: big)
     assert runner.max_span(args) == runner.SNAPSHOT_SLACK * (3 << 29)
     assert runner.reply_limit("trial", {"args": args, "params": {"steps": [{}, {}]}}) >= 2 * runner.max_span(args)
+
+
+def test_a_baseline_run_asks_no_profile_of_a_case_it_does_not_have():
+    """The floors' and baselines' runs (check=False, args {"seed": 0}) ask for the default max_span
+    without calling the problem's generate_input (which needs the case's sizes)."""
+    from eval.judge import runner
+
+    assert runner.runs_params({"seed": 0}, modes.Options(), (10, 1e9), False, check=False)["max_span"] == 1 << 30

@@ -153,12 +153,15 @@ def _random_seed() -> int:
 def trial_steps(args: dict) -> list[dict]:
     """The calls an honest kernel must survive: the case's own input (every input tensor hashed after
     it), new data in the same buffers, new buffers, and full-range data where the problem has it."""
-    every = list(range(case_profile(args).items))
+    profile = case_profile(args)
+    every = list(range(profile.items))
     steps = [
         {"seed": args["seed"], "reuse": False, "overrides": {}, "hash_args": every, "canary": canaries(args)},
         {"seed": _random_seed(), "reuse": True, "overrides": {}, "hash_args": [], "canary": canaries(args)},
         {"seed": _random_seed(), "reuse": False, "overrides": {}, "hash_args": [], "canary": canaries(args)},
     ]
+    if profile.opaque:  # state beside the tensors the worker cannot refill: new data means a new input
+        del steps[1]
     full = problem_folder.current().hook("FULL_RANGE")
     if full:
         steps.append({"seed": _random_seed(), "reuse": False, "overrides": dict(full), "hash_args": [],
@@ -168,6 +171,8 @@ def trial_steps(args: dict) -> list[dict]:
 
 NO_INPUT_TENSOR = ("generate_input's result holds no tensor: no input is hashed or canaried for this case "
                    "(the output is still checked on every call)")
+
+OPAQUE_INPUT = "generate_input's result holds objects with state of their own the worker cannot refill"
 
 STEP_CONTEXT = (
     "",
@@ -182,6 +187,10 @@ def check_trial(runner: Runner, result: CaseResult, options: Options, config=Non
     steps = trial_steps(result.args)
     if not case_profile(result.args).items and NO_INPUT_TENSOR not in result.warnings:
         result.warnings.append(NO_INPUT_TENSOR)
+    opaque = case_profile(result.args).opaque
+    if opaque and not any(w.startswith(OPAQUE_INPUT) for w in result.warnings):
+        result.warnings.append(f"{OPAQUE_INPUT} ({', '.join(opaque)}): the call with new data in the same buffers is "
+                               f"not made (each call gets a new input)")
     params = {"cuda": torch.cuda.is_available(), "flush_l2_multiple": FLUSH_L2_MULTIPLE, "steps": steps,
               "max_span": max_span(result.args)}
     payload = {"args": result.args, "params": params}
@@ -196,7 +205,7 @@ def check_trial(runner: Runner, result: CaseResult, options: Options, config=Non
             reason = _modified_input(data, done.get("hashes", {}), result.args)
         if reason is None:
             continue
-        if i == 3:
+        if step["overrides"]:  # the full-range call
             note = problem_folder.current().hook("NARROW_NOTE", "correct only on the cases' own data distribution")
             narrow = f"{note}: {reason}"
             if options.fail_narrow:
@@ -204,7 +213,7 @@ def check_trial(runner: Runner, result: CaseResult, options: Options, config=Non
                 return
             result.warnings.append(narrow)
             continue
-        result.fail(STEP_CONTEXT[i] + reason)
+        result.fail(("" if i == 0 else STEP_CONTEXT[1] if step["reuse"] else STEP_CONTEXT[2]) + reason)
         return
     if len(reply.header.get("steps", [])) < len(steps) and result.passed:
         result.fail("the worker stopped the checks early")

@@ -168,6 +168,7 @@ class CaseProfile:
     # of a pre-allocated output passed last, shaped like ref_kernel's output (any dtype), which the reference
     # may ignore (matmul, prefixsum) while a solution writes it and returns it, or leaves it alone
     outputs: frozenset = frozenset()
+    opaque: tuple = ()  # objects of generate_input's result with state of their own (problem_folder.opaque)
 
 
 _PROFILES: dict = {}
@@ -190,7 +191,8 @@ def case_profile(args: dict) -> CaseProfile:
         tensors = [i for i, t in enumerate(items) if isinstance(t, torch.Tensor)]
         last = {tensors[-1]} if tensors and tuple(items[tensors[-1]].shape) in shapes else set()
         size = sum(t.numel() * t.element_size() for t in outputs if isinstance(t, torch.Tensor))
-        _PROFILES[key] = CaseProfile(len(items), written, size, frozenset(written | undefined | last))
+        _PROFILES[key] = CaseProfile(len(items), written, size, frozenset(written | undefined | last),
+                                     tuple(problem_folder.opaque(data)))
     return _PROFILES[key]
 
 
@@ -203,5 +205,5 @@ def runs_params(args: dict, options: Options, budget: tuple, fresh_seeds: bool, 
         "canary": canaries(args) if check else [], "check": check, "seed": int(args["seed"]),
         "fresh_seeds": fresh_seeds, "batch": options.batch if options.method == "batched" else 1,
         "max_repeats": int(max_repeats), "max_time_ns": float(max_time_ns), "wall_cap_ns": float(options.wall_cap_s) * 1e9,
-        "host_calls": host_calls if options.host_cost else 0, "max_span": max_span(args),
+        "host_calls": host_calls if options.host_cost else 0, "max_span": max_span(args) if check else 1 << 30,
     }

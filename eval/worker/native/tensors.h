@@ -83,7 +83,9 @@ static void tensor_leaves(PyObject* o, int depth, std::vector<PyObject*>& out) {
   }
 }
 
-static std::vector<View> input_views(py::handle data, bool cuda_expected) {
+// Each view keeps its own device: a problem may hand CPU tensors beside CUDA ones (nvfp4_group_gemm's
+// problem sizes), or CPU tensors only on a GPU machine; hashing and refilling follow each view's.
+static std::vector<View> input_views(py::handle data, bool) {
   std::vector<PyObject*> items;
   tensor_leaves(data.ptr(), 0, items);
   std::vector<View> views;
@@ -92,7 +94,6 @@ static std::vector<View> input_views(py::handle data, bool cuda_expected) {
     const at::Tensor& t = unpack(item);
     if (t.key_set().has(c10::DispatchKey::Python) || !t.has_storage()) throw std::runtime_error("input is not a plain tensor");
     View v = view_of(t);
-    if (v.cuda != cuda_expected) throw std::runtime_error("input on an unexpected device");
     views.push_back(v);
   }
   return views;

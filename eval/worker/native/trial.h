@@ -55,7 +55,8 @@ static void trial(const std::string& nonce, py::object kernel, py::object make_i
       for (size_t a = 0; a < views.size(); a++) {
         if (!views[a].base) continue;
         if (views[a].nbytes != fresh_views[a].nbytes) throw std::runtime_error("inputs changed size");
-        if (cuda) ck(D.cuMemcpyDtoDAsync((DrvPtr)views[a].base, (DrvPtr)fresh_views[a].base, views[a].nbytes, nullptr), "refill");
+        if (views[a].cuda != fresh_views[a].cuda) throw std::runtime_error("inputs changed device");
+        if (views[a].cuda) ck(D.cuMemcpyDtoDAsync((DrvPtr)views[a].base, (DrvPtr)fresh_views[a].base, views[a].nbytes, nullptr), "refill");
         else memcpy(views[a].base, fresh_views[a].base, views[a].nbytes);
       }
       device_sync(cuda);
