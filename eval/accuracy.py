@@ -20,7 +20,7 @@ def measure_case(runner: modes.Runner, result: CaseResult) -> None:
     reply = runner.call("trial", {"args": args, "params": params})
     data = verdict.generate(args, args["seed"])
     done = reply.header["steps"][0]
-    out = verdict.rebuild(done["out"], reply.blob)
+    out = verdict.rebuild(done["out"], reply.blob, verdict.input_device(data))
     if out.problem:
         result.fail(out.problem)
         return

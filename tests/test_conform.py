@@ -348,3 +348,20 @@ def test_an_input_with_state_of_its_own_gets_a_new_input_each_call(monkeypatch):
     assert [s["reuse"] for s in modes.trial_steps(args)][:3] == [False, True, False]
     monkeypatch.setattr(modes, "case_profile", lambda args: stateful)
     assert [s["reuse"] for s in modes.trial_steps(args)][:2] == [False, False]
+
+
+def test_an_output_is_expected_where_the_inputs_are(monkeypatch):
+    """On a GPU machine a problem may generate CPU tensors (the convention fixtures do): the output is
+    expected on the CPU like them, not refused as "on cpu, expected cuda"; GPU inputs still want a GPU
+    output, and an input without tensors takes the judge's device."""
+    from eval.judge import verdict
+
+    monkeypatch.setattr(verdict, "device", lambda: "cuda")  # as on the GPU machine
+    assert verdict.input_device((torch.ones(2), {"n": 3})) == "cpu"
+    assert verdict.input_device({"n": 3}) == "cuda"
+    values = torch.arange(3, dtype=torch.float32)
+    entry = {"dtype": "Float", "device": "cpu", "blob": [0, 12], "sizes": [3], "strides": [1], "offset": 0}
+    out = verdict.rebuild(entry, values.numpy().tobytes(), verdict.input_device((values,)))
+    assert not out.problem and torch.equal(out.tensor, values)
+    refused = verdict.rebuild(entry, values.numpy().tobytes())
+    assert refused.problem == "output is on cpu, expected cuda like the inputs"

@@ -221,22 +221,32 @@ class Output:
         return problem_folder.flatten(self.tensor)[0]
 
 
-def rebuild(entry: dict | None, blob: bytes) -> Output:
-    """The output a snapshot describes, on the judge's device (where the inputs are): one tensor, or
-    the tuple/list/dict of them (nested any way) custom_kernel returned, its tensors each rebuilt."""
+def input_device(data) -> str:
+    """Where a case's input lives: cuda if any of its tensors is on the GPU, cpu if it has tensors
+    and all are on the CPU (a problem whose generate_input makes CPU tensors on a GPU machine, as the
+    repository's convention fixtures do), else the judge's device."""
+    devices = {t.device.type for t in problem_folder.flatten(data)[0] if isinstance(t, torch.Tensor)}
+    return "cuda" if "cuda" in devices else "cpu" if devices else device()
+
+
+def rebuild(entry: dict | None, blob: bytes, expected: str | None = None) -> Output:
+    """The output a snapshot describes, on the device of the inputs (expected: input_device; else the
+    judge's): one tensor, or the tuple/list/dict of them (nested any way) custom_kernel returned, its
+    tensors each rebuilt."""
+    expected = expected or device()
     if entry is None:
         return Output(None, "no output snapshot")
     if entry.get("problem"):
         return Output(None, one_line(entry["problem"]))
     if "parts" in entry:
-        return _rebuild_structure(entry, blob)
+        return _rebuild_structure(entry, blob, expected)
     if "value" in entry:  # custom_kernel returned a plain number, string or None
         return Output(entry["value"])
     dtype = DTYPES.get(entry.get("dtype"))
     if dtype is None:
         return Output(None, f"output dtype {one_line(entry.get('dtype'), 40)} is not one the judge compares")
-    if entry.get("device") != device():
-        return Output(None, f"output is on {one_line(entry.get('device'), 40)}, expected {device()} like the inputs")
+    if entry.get("device") != expected:
+        return Output(None, f"output is on {one_line(entry.get('device'), 40)}, expected {expected} like the inputs")
     start, length = entry["blob"]
     if start < 0 or length < 0 or start + length > len(blob):
         raise Tampered("reply failed authentication: snapshot outside its data")
@@ -250,19 +260,19 @@ def rebuild(entry: dict | None, blob: bytes) -> Output:
         tensor = values.as_strided(entry["sizes"], entry["strides"], entry["offset"])
     except RuntimeError as exc:
         raise Tampered(f"reply failed authentication: snapshot layout ({exc})")
-    return Output(tensor.to(device()))
+    return Output(tensor.to(expected))
 
 
 SEQUENCES = {"tuple": tuple, "list": list}
 
 
-def _rebuild_structure(entry: dict, blob: bytes) -> Output:
+def _rebuild_structure(entry: dict, blob: bytes, expected: str) -> Output:
     parts = []
     for part in entry["parts"]:
         if isinstance(part, dict) and "value" in part:  # a plain number, string or None beside the tensors
             parts.append(part["value"])
             continue
-        rebuilt = rebuild(part, blob)
+        rebuilt = rebuild(part, blob, expected)
         if rebuilt.problem:
             return rebuilt
         parts.append(rebuilt.tensor)
@@ -325,7 +335,8 @@ def _check(data, output) -> tuple[bool, str]:
 
 def judge_output(data, entry: dict, blob: bytes, synced: dict | None = None) -> str | None:
     """None when the output is right; else the one-line reason."""
-    out = rebuild(entry, blob)
+    where = input_device(data)
+    out = rebuild(entry, blob, where)
     if out.problem:
         return out.problem
     items, names = problem_folder.flatten(data)
@@ -336,7 +347,7 @@ def judge_output(data, entry: dict, blob: bytes, synced: dict | None = None) -> 
     if good:
         return None
     if synced is not None:
-        later = rebuild(synced, blob)
+        later = rebuild(synced, blob, where)
         if not later.problem and _check(data, later.tensor)[0]:
             return NOT_COMPLETE
     if prefilled is not None:
