@@ -1,4 +1,6 @@
 import importlib.util
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -38,6 +40,41 @@ def results_dir(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.fixture
+def inproc(monkeypatch, capsys):
+    """The command line in this process, as `python -m eval` runs it (eval/cli.py cli) without an
+    interpreter and torch import per call: (exit code, stdout, stderr). State the command sets up
+    (the secret seed, the problem folder, SIGTERM's handler) is reset around each call. For commands
+    that end before any worker starts (usage and input errors, --help)."""
+    from eval import cases, cli, problem_folder
+
+    monkeypatch.chdir(ROOT)
+    term = signal.getsignal(signal.SIGTERM)
+
+    def call(*args, env=None):
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        cases._SECRET.clear()
+        os.environ.pop(problem_folder.DIR_ENV, None)
+        capsys.readouterr()
+        try:
+            cli.cli(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            signal.signal(signal.SIGTERM, term)
+            cases._SECRET.clear()
+            for key in env or {}:
+                monkeypatch.delenv(key, raising=False)
+            os.environ.pop(problem_folder.DIR_ENV, None)  # what --problem set (not monkeypatch's to restore)
+            problem_folder.use(None)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return call
+
+
 def pytest_addoption(parser):
     parser.addoption("--shard", default=None, metavar="I/N",
                      help="Run only the I-th of N equal shares of the selected tests (parallel runs).")
@@ -48,3 +85,17 @@ def pytest_collection_modifyitems(config, items):
     if shard:
         index, count = (int(x) for x in shard.split("/"))
         items[:] = [item for n, item in enumerate(items) if n % count == index]
+
+
+@pytest.fixture(scope="session")
+def judged_batch(tmp_path_factory):
+    """(folder, verdicts file, the finished command) of one `python -m eval batch` without Ray of
+    tests/test_batch.py's candidates (a hang at import, a crash, a wrong result, an honest one from a
+    JSONL of sources, one that modifies its input): test_batch reads its verdicts and reruns it
+    (resume), test_ray judges the same candidates through Ray and compares. Run once per session: the
+    batch waits out its hang's --timeout twice (the build ahead, then the judge's import)."""
+    from tests.test_batch import batch
+
+    folder = tmp_path_factory.mktemp("batch")
+    out = folder / "local.jsonl"
+    return folder, out, batch(folder, out)

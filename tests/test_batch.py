@@ -1,6 +1,6 @@
 """`python -m eval batch`: many candidates, one JSON line each as it finishes (an honest one from a
-JSONL of sources, a wrong one, one that hangs at import, one that crashes), and a rerun that judges
-nothing again (resume by source hash and options)."""
+JSONL of sources, a wrong one, one that modifies its input, one that hangs at import, one that
+crashes), and a rerun that judges nothing again (resume by source hash and options)."""
 import json
 import os
 import subprocess
@@ -11,36 +11,50 @@ from tests.conftest import ROOT
 
 HANG = "import time\ntime.sleep(3600)\n\ndef custom_kernel(data):\n    return None\n"
 CRASH = "import os\n\ndef custom_kernel(data):\n    os.abort()\n"
+MUTATES = ROOT / "tests" / "adversarial" / "mutates_input.py"
+# a timeout an honest import and trial meet on a busy machine, which the hang still reaches (twice: its
+# build ahead gives up there, then its judge's import)
+COMMON = ["--mode", "test", "--cases", "smoke", "--timeout", "30", "--jobs", "2"]
 
 
-def test_batch_judges_each_candidate_once_and_resumes(tmp_path):
-    (tmp_path / "hang.py").write_text(HANG)
-    (tmp_path / "crash.py").write_text(CRASH)
+def candidates(folder) -> list[str]:
+    """The candidates' files in folder (written alike each time), in the order the command names them."""
     source = (ROOT / "submission" / "torch_ref.py").read_text()
-    (tmp_path / "cands.jsonl").write_text(json.dumps({"id": "honest", "source": source}) + "\n")
-    out = tmp_path / "verdicts.jsonl"
-    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results")}
+    assert "\n    return c\n" in source
+    (folder / "hang.py").write_text(HANG)
+    (folder / "crash.py").write_text(CRASH)
+    (folder / "wrong.py").write_text(source.replace("\n    return c\n", "\n    return c * 2\n"))
+    (folder / "cands.jsonl").write_text(json.dumps({"id": "honest", "source": source}) + "\n")
+    return [*(str(folder / name) for name in ("hang.py", "crash.py", "wrong.py", "cands.jsonl")), str(MUTATES)]
+
+
+def batch(folder, out, *extra) -> subprocess.CompletedProcess:
+    """`python -m eval batch` of folder's candidates, verdicts to out (records under folder/results)."""
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(folder / "results")}
     env.pop(problem_folder.DIR_ENV, None)
-    command = [sys.executable, "-m", "eval", "batch", str(tmp_path / "hang.py"), str(tmp_path / "crash.py"),
-               str(tmp_path / "cands.jsonl"), str(ROOT / "tests" / "adversarial" / "mutates_input.py"),
-               "--mode", "test", "--cases", "smoke", "--timeout", "45", "--jobs", "2", "-o", str(out)]
-    first = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    command = [sys.executable, "-m", "eval", "batch", *candidates(folder), *COMMON, "-o", str(out), *extra]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_batch_judges_each_candidate_once_and_resumes(judged_batch):
+    """judged_batch (tests/conftest.py): the batch, run once for this test and tests/test_ray.py."""
+    folder, out, first = judged_batch
     assert first.returncode == 112, first.stdout[-2000:] + first.stderr[-2000:]  # not all passed
     lines = {e["id"]: e for e in map(json.loads, out.read_text().splitlines())}
-    assert len(lines) == 4
+    assert len(lines) == 5
     assert lines["honest"]["passed"] and lines["honest"]["record"]["passed"]
-    assert "timed out" in lines[str(tmp_path / "hang.py")]["reason"]
-    assert "crashed" in lines[str(tmp_path / "crash.py")]["reason"]
-    assert "modified its input" in lines[str(ROOT / "tests" / "adversarial" / "mutates_input.py")]["reason"]
-    assert "1 of 4 passed" in first.stdout
+    assert "timed out" in lines[str(folder / "hang.py")]["reason"]
+    assert "crashed" in lines[str(folder / "crash.py")]["reason"]
+    assert "modified its input" in lines[str(MUTATES)]["reason"]
+    assert "1 of 5 passed" in first.stdout
     # builds ran ahead on the CPU (#39): a slot never waited for a build not started, each line says
     # how long its judge held the slot, and the summary how busy the slots were
     assert all(isinstance(e.get("seconds"), float) for e in lines.values())
     assert any("prebuild" in e for e in lines.values()) and "slots busy:" in first.stdout
-    again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert len(out.read_text().splitlines()) == 4, "a rerun judged again what was judged"
-    assert "1 of 4 passed" in again.stdout
-    assert f"4 of 4 candidates already judged with these options in {out}" in again.stdout  # said, not silent
+    again = batch(folder, out)
+    assert len(out.read_text().splitlines()) == 5, "a rerun judged again what was judged"
+    assert "1 of 5 passed" in again.stdout
+    assert f"5 of 5 candidates already judged with these options in {out}" in again.stdout  # said, not silent
 
 
 def test_a_judge_that_leaves_no_record_is_not_a_verdict(tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -16,40 +15,6 @@ import pytest
 from conftest import HAS_CUDA, ROOT
 
 SUB = "submission/torch_ref.py"
-
-
-@pytest.fixture
-def inproc(monkeypatch, capsys):
-    """The command line in this process (no interpreter and torch import per call): (exit code,
-    stdout, stderr). State the command sets up (the secret seed, the problem folder, SIGTERM's
-    handler) is reset around each call."""
-    from eval import cases, cli, problem_folder
-
-    monkeypatch.chdir(ROOT)
-    term = signal.getsignal(signal.SIGTERM)
-
-    def call(*args, env=None):
-        for key, value in (env or {}).items():
-            monkeypatch.setenv(key, value)
-        cases._SECRET.clear()
-        os.environ.pop(problem_folder.DIR_ENV, None)
-        capsys.readouterr()
-        try:
-            cli.cli(list(args))
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            signal.signal(signal.SIGTERM, term)
-            cases._SECRET.clear()
-            for key in env or {}:
-                monkeypatch.delenv(key, raising=False)
-            os.environ.pop(problem_folder.DIR_ENV, None)  # what --problem set (not monkeypatch's to restore)
-            problem_folder.use(None)
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return call
 
 
 @pytest.fixture

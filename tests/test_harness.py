@@ -23,11 +23,14 @@ def cli(*args, env=None, timeout=300):
                           env=full_env, timeout=timeout)
 
 
-def test_cli_help_lists_modes():
-    out = cli("--help")
-    assert out.returncode == 0
+# usage and input errors end before any worker starts: the command line in this process (inproc,
+# tests/conftest.py: eval/cli.py cli, what `python -m eval` runs), not an interpreter and torch import each
+
+def test_cli_help_lists_modes(inproc):
+    code, out, _ = inproc("--help")
+    assert code == 0
     for mode in ("test", "benchmark", "leaderboard", "profile", "sol", "compare", "rank", "accuracy"):
-        assert mode in out.stdout
+        assert mode in out
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -36,24 +39,24 @@ def test_cli_help_lists_modes():
     (("test", str(TORCH_REF), "--cases", "nope"), "unknown case set 'nope'"),
     (("test", str(TORCH_REF), "--timing", "slow"), "Invalid value"),
 ])
-def test_cli_usage_errors_exit_2(args, needle):
-    out = cli(*args)
-    assert out.returncode == 2 and needle in out.stderr
-    assert "Traceback" not in out.stderr
+def test_cli_usage_errors_exit_2(args, needle, inproc):
+    code, _, err = inproc(*args)
+    assert code == 2 and needle in err
+    assert "Traceback" not in err
 
 
-def test_malformed_task_file_exits_2(tmp_path):
+def test_malformed_task_file_exits_2(tmp_path, inproc):
     bad = tmp_path / "task.yml"
     bad.write_text("tests: [ {m: 128\n")
-    out = cli("test", str(TORCH_REF), env={"EVAL_TASK_FILE": str(bad)})
-    assert out.returncode == 2 and "not valid YAML" in out.stderr and "Traceback" not in out.stderr
+    code, _, err = inproc("test", str(TORCH_REF), env={"EVAL_TASK_FILE": str(bad)})
+    assert code == 2 and "not valid YAML" in err and "Traceback" not in err
 
 
-def test_invalid_shape_in_shapes_file_exits_2(tmp_path):
+def test_invalid_shape_in_shapes_file_exits_2(tmp_path, inproc):
     bad = tmp_path / "shapes.yaml"
     bad.write_text("sets:\n  odd:\n    - {m: 100, k: 256, l: 1, seed: 1}\n")
-    out = cli("test", str(TORCH_REF), "--cases", "odd", env={"EVAL_SHAPES_FILE": str(bad)})
-    assert out.returncode == 2 and "multiple of 128" in out.stderr
+    code, _, err = inproc("test", str(TORCH_REF), "--cases", "odd", env={"EVAL_SHAPES_FILE": str(bad)})
+    assert code == 2 and "multiple of 128" in err
 
 
 def test_cli_test_pass_and_fail_exit_codes():
@@ -63,7 +66,9 @@ def test_cli_test_pass_and_fail_exit_codes():
 
 
 def test_benchmark_record_schema_and_formats(results_dir):
-    options = modes.Options(log_dir=results_dir / "logs", wall_cap_s=5)
+    # a few timed runs a case (what `run` times on a CPU: eval/cli.py CPU_BUDGET), not as many as fit
+    # in the wall cap: the record's schema and its formats are the same for 5 runs as for 500
+    options = modes.Options(log_dir=results_dir / "logs", wall_cap_s=5, budget={"warmup": (2, 1e8), "case": (5, 1e9)})
     record = modes.run_benchmarks(TORCH_REF, cases.select_cases("smoke"), options)
     assert record.passed and record.geomean_ns > 0, record.error or [c.error for c in record.cases]
     assert record.environment.timer == ("cuda-events" if HAS_CUDA else "host-clock (no CUDA)")

@@ -83,7 +83,7 @@ def saved_result(path, means_by_spec, spread=0.01, n=60, seed=0):
     return path
 
 
-def test_compare_two_saved_results_and_regression_gate(tmp_path):
+def test_compare_two_saved_results_and_regression_gate(tmp_path, inproc):
     """compare A.json B.json: verdicts per case and for the geomean; --fail-if-slower exits 1."""
     import subprocess
     import sys
@@ -109,13 +109,14 @@ def test_compare_two_saved_results_and_regression_gate(tmp_path):
         popcorn = fd.read()
     assert out.returncode == 0 and out.stdout.strip().splitlines()[-1].endswith("same"), out.stdout
     assert "compare-count: 3" in popcorn and "geomean.verdict: same" in popcorn, popcorn  # POPCORN_FD as for test
-    out = compare(a, slow, "--fail-if-slower", "5")
-    assert out.returncode == 1 and "slower" in out.stdout.splitlines()[-1] and "regression" in out.stderr
-    assert compare(a, slow, "--fail-if-slower", "20").returncode == 0
+    # the rest in this process (inproc, tests/conftest.py): saved results only, no worker, no POPCORN_FD
+    code, stdout, stderr = inproc("compare", str(a), str(slow), "--fail-if-slower", "5")
+    assert code == 1 and "slower" in stdout.splitlines()[-1] and "regression" in stderr
+    assert inproc("compare", str(a), str(slow), "--fail-if-slower", "20")[0] == 0
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
-    out = compare(a, bad)
-    assert out.returncode == 2 and "not a result file" in out.stderr
+    code, _, stderr = inproc("compare", str(a), str(bad))
+    assert code == 2 and "not a result file" in stderr
 
 
 def test_the_baseline_is_timed_once_per_gpu_and_then_read_back(results_dir, monkeypatch):

@@ -178,7 +178,9 @@ def test_timed_judging_on_cpus_runs_alone():
 
 @pytest.mark.skipif(HAS_CUDA, reason="the CPU's note")
 def test_batch_says_jobs_applies_to_test_on_cpus(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "eval", "batch", str(ROOT / "submission" / "torch_ref.py"),
+    # the note comes before any judging: a candidate that fails its first call ends the batch soon
+    # (an honest one would be benchmarked in full, for nothing this test reads)
+    done = subprocess.run([sys.executable, "-m", "eval", "batch", str(ADV / "raises.py"),
                            "--mode", "benchmark", "--cases", "smoke", "--jobs", "3", "-o", str(tmp_path / "b.jsonl")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert "judges one candidate at a time" in done.stderr, done.stderr[-2000:]
