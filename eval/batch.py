@@ -29,11 +29,11 @@ import threading
 import time
 from pathlib import Path
 
-from eval import problem_folder
+from eval import kept_judge, problem_folder
 
 GRACE_S = 120.0  # beyond the judge's own limits (worker start, builds): then the whole judge is killed
 TIMED_MODES = ("benchmark", "leaderboard")
-STOP_GRACE_S = 30.0  # a judge past its limit gets this long to close its workers before SIGKILL
+STOP_GRACE_S = kept_judge.STOP_GRACE_S  # a judge past its limit gets this long to close its workers before SIGKILL
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,35 +132,37 @@ def last_error(stderr: str) -> str:
 REQUIRE_FULL_ENV = "EVAL_REQUIRE_FULL_SANDBOX"  # read by eval/judge/modes.py Runner
 
 
+def judge_env(device: str | None) -> dict:
+    """A judge's environment: pinned to its GPU, the problem from its command line, full sandbox asked."""
+    env = dict(os.environ)
+    env.pop(problem_folder.DIR_ENV, None)
+    if device is not None:
+        env["CUDA_VISIBLE_DEVICES"] = device
+    env[REQUIRE_FULL_ENV] = "1"  # no candidate judged below full unless the user chose a level (--sandbox)
+    return env
+
+
 def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | None, limit: float | None,
-              problem: Path | None = None) -> dict:
-    """One candidate through its own judge process (on `problem`, else the current folder); its
+              problem: Path | None = None, kept=None) -> dict:
+    """One candidate through a judge process (on `problem`, else the current folder): `kept`'s
+    (eval/kept_judge.py: a process kept across the slot's candidates), else one of its own; its
     record, or why there is none."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="batch-") as scratch:
         out = Path(scratch) / "record.json"
-        command = [sys.executable, "-m", "eval", "--problem", str(problem or problem_folder.current().root), mode,
-                   str(candidate.path), *args, "--format", "json", "-o", str(out)]
-        env = dict(os.environ)
-        env.pop(problem_folder.DIR_ENV, None)
-        if device is not None:
-            env["CUDA_VISIBLE_DEVICES"] = device
-        env[REQUIRE_FULL_ENV] = "1"  # no candidate judged below full unless the user chose a level (--sandbox)
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                errors="replace", env=env, start_new_session=True, cwd=problem_folder.ROOT)
-        try:
-            _, stderr = proc.communicate(timeout=limit)
-            error = None
-        except subprocess.TimeoutExpired:
-            stderr = stop_judge(proc)
-            error = f"the judge did not finish within {limit:.0f} s (killed)"
-        # only a judge that ended by itself wrote the record: one killed by a signal may have been killed
-        # by what it judged, after that wrote a record of its own there (red team round 6)
-        ended = error is None and proc.returncode is not None and proc.returncode >= 0
+        argv = ["--problem", str(problem or problem_folder.current().root), mode, str(candidate.path), *args,
+                "--format", "json", "-o", str(out)]
+        if kept is not None:
+            code, stderr, error = kept.judge(argv, Path(scratch) / "stderr.txt", limit)
+        else:
+            code, stderr, error = _own_process(argv, device, limit)
+        # only a judge that ended the command by itself wrote the record: one killed by a signal may have
+        # been killed by what it judged, after that wrote a record of its own there (red team round 6)
+        ended = error is None and code is not None and code >= 0
         record = json.loads(out.read_text()) if ended and out.is_file() else None
     infrastructure = record is None and error is None  # the judge itself failed (a full disk, a bug): not a verdict
     if infrastructure:
-        how = f"exit {proc.returncode}" if proc.returncode >= 0 else f"killed by signal {-proc.returncode}"
+        how = "gone" if code is None else f"exit {code}" if code >= 0 else f"killed by signal {-code}"
         error = f"no record (judge {how}): {last_error(stderr or '')}"
     passed = bool(record and record.get("passed"))
     reason = error or (record or {}).get("error") or next(
@@ -168,7 +170,20 @@ def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | No
     return {"id": candidate.id, "sha256": candidate.sha256, "passed": passed, "reason": reason,
             "geomean_ns": (record or {}).get("geomean_ns"), "device": device,
             "seconds": round(time.monotonic() - started, 2), "record": record,
+            **({"judge_pid": kept.pid} if kept is not None else {}),
             **({"infrastructure": True} if infrastructure else {})}
+
+
+def _own_process(argv: list[str], device: str | None, limit: float | None) -> tuple[int | None, str, str | None]:
+    """A judge process of its own for one candidate: (exit code, stderr, error at the limit)."""
+    proc = subprocess.Popen([sys.executable, "-m", "eval", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, errors="replace", env=judge_env(device), start_new_session=True,
+                            cwd=problem_folder.ROOT)
+    try:
+        _, stderr = proc.communicate(timeout=limit)
+        return proc.returncode, stderr or "", None
+    except subprocess.TimeoutExpired:
+        return None, stop_judge(proc), f"the judge did not finish within {limit:.0f} s (killed)"
 
 
 def stop_judge(proc: subprocess.Popen) -> str:
@@ -308,18 +323,23 @@ def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jo
         threading.Thread(target=builder, name="eval-batch-build", daemon=True).start()
 
     def worker(device):
-        while True:
-            item = take()
-            if item is None:
-                return
-            candidate, prebuilt = item
-            line = {**judge_one(candidate, mode, args, device, limit), "options": key, "mode": mode}
-            if prebuilt is not None:
-                line["prebuild"] = prebuilt
-            with lock:
-                lines.append(save(jsonl, line))
-                if progress:
-                    progress(line)
+        kept = kept_judge.KeptJudge(judge_env(device), problem_folder.ROOT) if kept_judge.enabled() else None
+        try:
+            while True:
+                item = take()
+                if item is None:
+                    return
+                candidate, prebuilt = item
+                line = {**judge_one(candidate, mode, args, device, limit, kept=kept), "options": key, "mode": mode}
+                if prebuilt is not None:
+                    line["prebuild"] = prebuilt
+                with lock:
+                    lines.append(save(jsonl, line))
+                    if progress:
+                        progress(line)
+        finally:
+            if kept is not None:
+                kept.close()
 
     threads = [threading.Thread(target=worker, args=(device,), daemon=True) for device in devices]
     for thread in threads:

@@ -4,9 +4,13 @@ One Ray actor per GPU (`num_gpus=1`: Ray pins it with CUDA_VISIBLE_DEVICES), or 
 without GPUs `--jobs` actors of one CPU each. An actor receives a candidate's source text (not a
 path: the caller's files need not exist on its node), writes it where the sandboxed worker can read
 it, and runs batch.judge_one there: the same judge process, worker and sandbox as a local batch, on
-the node that holds the GPU. The record comes back to the caller, which streams it to the JSONL as
-each finishes (resume as batch's: source hash and options). A candidate whose actor dies, or that
-outlives its limit, costs only itself: its line says why and the actor is replaced.
+the node that holds the GPU (a judge process kept by the actor across its candidates, as batch's
+slots keep theirs: eval/kept_judge.py). The record comes back to the caller, which streams it to the
+JSONL as each finishes (resume as batch's: source hash and options). A candidate whose actor dies
+under it (its node lost) is judged again on another actor, up to MAX_ATTEMPTS actors, and has one line
+in the JSONL whatever happened; the dead actor is replaced where the cluster still has room (a
+replacement that cannot be placed within START_S, its node's GPUs gone, is given up). A candidate
+that outlives its limit costs only itself: its line says why and its actor is replaced.
 
 ADDRESS: `local` starts a cluster on this host for the batch; `auto`, `host:port` or `ray://...`
 join one that is running, and ship the harness to it as the job's working directory. Ray is an
@@ -24,12 +28,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from eval import batch, problem_folder
+from eval import batch, kept_judge, problem_folder
 
 INSTALL_HINT = ("--ray needs Ray: pip install ray (on the GPU machine: .ci/stage-ray.sh here, then "
                 "`source .ray/activate.sh` there)")
 OVERDUE_S = 60.0  # beyond judge_one's own limit: then the actor itself is killed and replaced
-SHIP_EXCLUDES = [".git/", "results/", ".ray/", ".device/", ".whl/", ".refk/", ".official/", "__pycache__/"]
+MAX_ATTEMPTS = 2  # actors a candidate may see die under it (a lost node) before its line says so
+START_S = 120.0  # a replacement actor that is not placed by then (no GPU left for it) is given up
+SHIP_EXCLUDES = [".git/", "results/", ".ray/", ".device/", ".whl/", ".refk/", ".official/", ".redteam/", "__pycache__/"]
 
 
 def missing() -> str | None:
@@ -42,7 +48,15 @@ def missing() -> str | None:
 
 
 class Judge:
-    """The actor: one GPU (or one CPU slot) of some node; judges one candidate at a time there."""
+    """The actor: one GPU (or one CPU slot) of some node; judges one candidate at a time there, in a
+    judge process it keeps across its candidates (EVAL_BATCH_KEPT=0: one per candidate)."""
+
+    def __init__(self):
+        self.kept = None
+
+    def ready(self) -> str:
+        """Answered once the actor is placed and started: its host."""
+        return socket.gethostname()
 
     def judge(self, cid: str, source: str, sha256: str, shown: str, mode: str, args: list[str], limit: float,
               problem: str | None) -> dict:
@@ -54,7 +68,9 @@ class Judge:
             path.write_text(source)
             path.chmod(0o644)
             root = Path(problem) if problem else problem_folder.ROOT
-            line = batch.judge_one(batch.Candidate(cid, path, sha256), mode, args, device, limit, root)
+            if self.kept is None and kept_judge.enabled():
+                self.kept = kept_judge.KeptJudge(batch.judge_env(device), problem_folder.ROOT)
+            line = batch.judge_one(batch.Candidate(cid, path, sha256), mode, args, device, limit, root, kept=self.kept)
         line = json.loads(json.dumps(line).replace(json.dumps(str(path))[1:-1], json.dumps(shown)[1:-1]))
         return {**line, "host": socket.gethostname()}
 
@@ -125,8 +141,15 @@ def _drive(ray, todo: collections.deque, mode, args, jsonl: Path, key: str, jobs
     count, resources = actor_options(ray, jobs, mode)
     actor_class = ray.remote(max_restarts=0, **resources)(Judge)
     problem = problem_arg()
-    running: dict = {}
+    running: dict = {}  # a judge task's ref -> its Job
+    starting: dict = {}  # an actor's ready() ref -> (the actor, since when)
+    attempts: collections.Counter = collections.Counter()  # actors that died under each candidate
     lines: list[dict] = []
+
+    def start() -> None:
+        """A new actor; it gets a candidate once it is placed and answers ready()."""
+        actor = actor_class.remote()
+        starting[actor.ready.remote()] = (actor, time.monotonic())
 
     def submit(actor) -> None:
         """Give the actor the next candidate (an actor left without one is dropped at shutdown)."""
@@ -144,31 +167,56 @@ def _drive(ray, todo: collections.deque, mode, args, jsonl: Path, key: str, jobs
             progress(line)
 
     for _ in range(min(count, len(todo))):
-        submit(actor_class.remote())
-    while running:
-        ready, _ = ray.wait(list(running), num_returns=1, timeout=5.0)
+        start()
+    while running or (starting and todo):
+        ready, _ = ray.wait(list(running) + list(starting), num_returns=1, timeout=5.0)
         for ref in ready:
+            if ref in starting:
+                actor, _ = starting.pop(ref)
+                try:
+                    ray.get(ref)
+                except ray.exceptions.RayError:  # it could not start: its place is not taken again
+                    continue
+                submit(actor)
+                continue
             job = running.pop(ref)
             try:
-                finish(ray.get(ref))
-                submit(job.actor)
-            except ray.exceptions.RayError as exc:  # the actor died under it: only this candidate pays
-                finish(lost_line(job.candidate, f"the Ray actor judging it died: {batch.last_error(str(exc))}",
-                                 job.started))
-                _replace(ray, job.actor, actor_class, submit)
+                line = ray.get(ref)
+            except ray.exceptions.RayError as exc:  # the actor died under it (its node lost): judged elsewhere
+                attempts[job.candidate.id] += 1
+                _kill(ray, job.actor)
+                if attempts[job.candidate.id] < MAX_ATTEMPTS:
+                    todo.appendleft(job.candidate)
+                else:
+                    finish(lost_line(job.candidate, f"the Ray actors judging it died {attempts[job.candidate.id]} "
+                                                    f"times: {batch.last_error(str(exc))}", job.started))
+                start()
+                continue
+            if attempts[job.candidate.id]:
+                line["retried"] = attempts[job.candidate.id]  # judged again after its actor died
+            finish(line)
+            submit(job.actor)
+        now = time.monotonic()
         for ref, job in list(running.items()):
-            if time.monotonic() - job.started > limit + OVERDUE_S:
+            if now - job.started > limit + OVERDUE_S:
                 running.pop(ref)
                 finish(lost_line(job.candidate, f"its Ray actor did not answer within {limit:.0f} s (killed)",
                                  job.started))
-                _replace(ray, job.actor, actor_class, submit)
+                _kill(ray, job.actor)
+                start()
+        for ref, (actor, since) in list(starting.items()):
+            if now - since > START_S:  # not placed: the cluster has no room for it now
+                starting.pop(ref)
+                _kill(ray, actor)
+    for candidate in todo:  # no actor could take them: not judged, so not written (a resume judges them)
+        lines.append({**lost_line(candidate, "no Ray actor could be placed to judge it (the cluster lost its "
+                                             "resources)", time.monotonic()), "infrastructure": True})
     return lines
 
 
-def _replace(ray, actor, actor_class, submit) -> None:
-    """Kill an actor (it may be dead already) and give its place to a fresh one."""
+def _kill(ray, actor) -> None:
+    """Kill an actor (it may be dead already)."""
     try:
         ray.kill(actor, no_restart=True)
     except Exception:  # noqa: BLE001 (gone already: nothing to kill)
         pass
-    submit(actor_class.remote())  # a fresh actor, for the next candidate if any

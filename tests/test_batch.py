@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from eval import problem_folder
 from tests.conftest import ROOT
@@ -51,10 +52,31 @@ def test_batch_judges_each_candidate_once_and_resumes(judged_batch):
     # how long its judge held the slot, and the summary how busy the slots were
     assert all(isinstance(e.get("seconds"), float) for e in lines.values())
     assert any("prebuild" in e for e in lines.values()) and "slots busy:" in first.stdout
+    # one judge process kept per slot across its candidates (#39): --jobs 2, nothing past its --limit
+    assert all(e.get("judge_pid") for e in lines.values()) and len({e["judge_pid"] for e in lines.values()}) <= 2
     again = batch(folder, out)
     assert len(out.read_text().splitlines()) == 5, "a rerun judged again what was judged"
     assert "1 of 5 passed" in again.stdout
     assert f"5 of 5 candidates already judged with these options in {out}" in again.stdout  # said, not silent
+
+
+def test_a_kept_judge_past_the_limit_is_replaced(tmp_path):
+    """#39: a candidate that holds its judge past --limit ends that kept judge process (its line says
+    so); the next candidate gets a new judge process and its own verdict."""
+    (tmp_path / "a_hang.py").write_text(HANG)
+    honest = tmp_path / "b_honest.py"
+    honest.write_text((ROOT / "submission" / "torch_ref.py").read_text())
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results"), "EVAL_BATCH_BUILDS": "0"}
+    env.pop(problem_folder.DIR_ENV, None)
+    out = tmp_path / "v.jsonl"
+    # with no builds ahead a slot takes the last candidate in line first: the hang, then the honest one
+    command = [sys.executable, "-m", "eval", "batch", str(honest), str(tmp_path / "a_hang.py"), "--mode", "test",
+               "--cases", "smoke", "--timeout", "300", "--limit", "20", "--jobs", "1", "-o", str(out)]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    lines = {Path(e["id"]).name: e for e in map(json.loads, out.read_text().splitlines())}
+    assert "did not finish within 20 s" in lines["a_hang.py"]["reason"], done.stderr[-2000:]
+    assert lines["b_honest.py"]["passed"], lines["b_honest.py"]["reason"]
+    assert lines["a_hang.py"]["judge_pid"] != lines["b_honest.py"]["judge_pid"]
 
 
 def test_a_judge_that_leaves_no_record_is_not_a_verdict(tmp_path):

@@ -82,21 +82,22 @@ class _Died(Exception):
 
 
 class _Ref:
-    """A finished task's object ref (hashable, as Ray's are)."""
+    """A task's object ref (hashable, as Ray's are); `pending` ones never finish."""
 
-    def __init__(self, value):
-        self.value = value
+    def __init__(self, value, pending=False):
+        self.value, self.pending = value, pending
 
 
 class _FakeRay:
-    """Just enough of the ray module for batch_ray's driver loop: tasks finish at once, in order;
-    the candidate named `dies` kills its actor."""
+    """Just enough of the ray module for batch_ray's driver loop: tasks finish at once, in order; a
+    candidate named `dies` kills every actor that judges it, `dies-once` only the first; actors after
+    the first `placeable` are never placed (their node is gone)."""
 
     class exceptions:
         RayError = _Died
 
-    def __init__(self):
-        self.actors, self.killed = 0, 0
+    def __init__(self, placeable=99):
+        self.actors, self.killed, self.placeable, self.seen = 0, 0, placeable, []
 
     def cluster_resources(self):
         return {"CPU": 2.0}
@@ -104,13 +105,20 @@ class _FakeRay:
     def remote(self, **resources):
         fake = self
 
+        class Method:
+            def __init__(self, fn):
+                self.remote = fn
+
         class Actor:
             def __init__(self):
                 fake.actors += 1
-                self.judge = self
+                placed = fake.actors <= fake.placeable
+                self.ready = Method(lambda: _Ref("fake-host", pending=not placed))
+                self.judge = Method(self._judge)
 
-            def remote(self, cid, source, sha256, shown, mode, args, limit, problem):
-                if cid == "dies":
+            def _judge(self, cid, source, sha256, shown, mode, args, limit, problem):
+                fake.seen.append(cid)
+                if cid == "dies" or (cid == "dies-once" and fake.seen.count(cid) == 1):
                     return _Ref(_Died("The actor died unexpectedly before finishing this task."))
                 return _Ref({"id": cid, "sha256": sha256, "passed": True, "reason": None, "geomean_ns": 1.0,
                              "device": None, "seconds": 0.0, "record": None, "host": "fake"})
@@ -118,7 +126,8 @@ class _FakeRay:
         return lambda cls: type("ActorClass", (), {"remote": staticmethod(Actor)})
 
     def wait(self, refs, num_returns, timeout):
-        return refs[:num_returns], refs[num_returns:]
+        done = [r for r in refs if not r.pending]
+        return done[:num_returns], [r for r in refs if r not in done[:num_returns]]
 
     def get(self, ref):
         if isinstance(ref.value, Exception):
@@ -129,22 +138,49 @@ class _FakeRay:
         self.killed += 1
 
 
-def test_a_dead_actor_costs_only_its_candidate(tmp_path):
-    """The driver loop with a stand-in for ray: the candidate whose actor died gets a line saying so,
-    the actor is replaced, every other candidate is judged and streamed."""
-    import collections
-
-    from eval import batch, batch_ray
+def _fake_candidates(tmp_path, names):
+    from eval import batch
 
     problem_folder.use(ROOT)
     candidates = []
-    for name in ("first", "dies", "last"):
+    for name in names:
         (tmp_path / f"{name}.py").write_text(f"# {name}\n")
         candidates.append(batch.Candidate(name, tmp_path / f"{name}.py", name * 8))
+    return candidates
+
+
+def test_a_candidate_whose_actor_died_is_judged_again_elsewhere(tmp_path):
+    """The driver loop with a stand-in for ray: a candidate whose actor died under it (a node lost) is
+    judged again on a new actor and has one line; one whose actors die every time gets a line saying
+    so after MAX_ATTEMPTS; every other candidate is judged and streamed; each dead actor is replaced."""
+    import collections
+
+    from eval import batch_ray
+
+    candidates = _fake_candidates(tmp_path, ("first", "dies-once", "dies", "last"))
     fake, out = _FakeRay(), tmp_path / "out.jsonl"
     lines = batch_ray._drive(fake, collections.deque(candidates), "test", [], out, "key", 2, 60.0, None)
     by_id = {line["id"]: line for line in lines}
     assert by_id["first"]["passed"] and by_id["last"]["passed"]
-    assert not by_id["dies"]["passed"] and "the Ray actor judging it died" in by_id["dies"]["reason"]
-    assert fake.killed == 1 and fake.actors == 3
-    assert len(out.read_text().splitlines()) == 3
+    assert by_id["dies-once"]["passed"] and by_id["dies-once"]["retried"] == 1
+    assert not by_id["dies"]["passed"] and "the Ray actors judging it died 2 times" in by_id["dies"]["reason"]
+    assert fake.seen.count("dies") == batch_ray.MAX_ATTEMPTS and fake.seen.count("dies-once") == 2
+    assert fake.killed == 3 and fake.actors == 2 + 3
+    written = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert sorted(written) == sorted(c.id for c in candidates), "a candidate lost or written twice"
+
+
+def test_candidates_no_actor_can_take_are_left_for_a_resume(tmp_path, monkeypatch):
+    """A node lost for good: its actor's replacement is never placed; after START_S it is given up,
+    the remaining actor judges what it can, and candidates nobody could take are not written."""
+    import collections
+
+    from eval import batch_ray
+
+    monkeypatch.setattr(batch_ray, "START_S", 0.0)
+    candidates = _fake_candidates(tmp_path, ("dies-once", "b"))
+    fake, out = _FakeRay(placeable=1), tmp_path / "out.jsonl"
+    lines = batch_ray._drive(fake, collections.deque(candidates), "test", [], out, "key", 1, 60.0, None)
+    by_id = {line["id"]: line for line in lines}
+    assert by_id["dies-once"].get("infrastructure") and by_id["b"].get("infrastructure")
+    assert not out.exists() or not out.read_text().strip()

@@ -177,9 +177,13 @@ def generate(folder: Path, count: int) -> dict[str, str]:
 
 
 def judge_pass(label: str, candidates: list, out: Path, args: list[str], limit: float, jobs=None,
-               ray_address=None) -> dict:
-    """One pass over every candidate; its wall time, lines and candidates per hour."""
+               ray_address=None, env=None) -> dict:
+    """One pass over every candidate (with env set meanwhile); its wall time, lines and candidates per hour."""
+    import os
+
     out.unlink(missing_ok=True)
+    saved = {k: os.environ.get(k) for k in env or {}}
+    os.environ.update(env or {})
 
     def show(line):
         print(f"  [{label}] {line['id']}: {'pass' if line['passed'] else 'FAIL'} {line['seconds']:.0f} s "
@@ -191,6 +195,8 @@ def judge_pass(label: str, candidates: list, out: Path, args: list[str], limit: 
     else:
         lines = batch.run(candidates, "benchmark", args, out, jobs, limit, show)
     wall = time.monotonic() - started
+    for key, value in saved.items():
+        os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
     return {"label": label, "wall_s": wall, "per_hour": len(lines) / wall * 3600,
             "lines": {Path(l["id"]).name: l for l in lines}}
 
@@ -211,16 +217,23 @@ def compare_means(alone: dict, busy: dict, kinds: dict) -> tuple[float, list]:
     return worst, ratios
 
 
-PASSES = {"one": ("1 GPU", {"jobs": 1}), "all": ("all GPUs", {}), "ray": ("Ray local", {"ray_address": "local"})}
+PASSES = {"one": ("1 GPU", {"jobs": 1}), "all": ("all GPUs", {}), "ray": ("Ray local", {"ray_address": "local"}),
+          "fresh": ("1 GPU, a judge process per candidate", {"jobs": 1, "env": {"EVAL_BATCH_KEPT": "0"}}),
+          "ray-auto": ("Ray cluster (auto)", {"ray_address": "auto"})}
 
 
 def throughput(count: int, timeout: float, limit: float, chosen: list[str], out_dir: Path, budget_s: float,
-               cases: str | None) -> None:
+               cases: str | None, compiled: int = 0) -> None:
     import torch
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     folder = out_dir / "candidates"
     kinds = generate(folder, count)
+    if compiled:  # v5 variants (docs/experiments/v5_variants.py): a build of their own each
+        sys.path.insert(0, str(ROOT / "docs" / "experiments"))
+        import v5_variants
+
+        kinds.update(v5_variants.make(folder, compiled, max(1, compiled // 10)))
     candidates = batch.collect([folder], out_dir / "sources")
     args = ["--timeout", str(timeout)] + (["--cases", cases] if cases else [])
     print(f"{len(candidates)} candidates ({', '.join(f'{k}: {list(kinds.values()).count(k)}' for k in sorted(set(kinds.values())))}) "
@@ -228,6 +241,8 @@ def throughput(count: int, timeout: float, limit: float, chosen: list[str], out_
     started = time.monotonic()
     warm = [c for c in candidates if kinds[Path(c.id).name] == "honest"][:1]
     judge_pass("warm-up", [batch.Candidate("warm-up", warm[0].path, "warm-up")], out_dir / "warm.jsonl", args, limit, 1)
+    if compiled:  # every build first, on the CPU cores as batch's builders make them: each pass then judges warm
+        prebuild_all(candidates, kinds, min(limit, 600.0))
     passes = []
     for name in chosen:
         label, extra = PASSES[name]
@@ -241,13 +256,34 @@ def throughput(count: int, timeout: float, limit: float, chosen: list[str], out_
     report(passes, kinds)
 
 
+def prebuild_all(candidates: list, kinds: dict, limit: float) -> None:
+    """The compiled candidates' builds, batch.build_jobs() at once (as batch's builders run them):
+    each one's build seconds, so that a candidate's time with its build is stated beside the slot's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    todo = [c for c in candidates if Path(c.id).name.startswith("v5var")]
+    started = time.monotonic()
+    with ThreadPoolExecutor(max(1, batch.build_jobs())) as pool:
+        built = list(pool.map(lambda c: (c, batch.prebuild_one(c, False, limit)), todo))
+    wall = time.monotonic() - started
+    seconds = [b["seconds"] for c, b in built if b["ok"] and b["seconds"]]
+    print(f"builds: {len(todo)} compiled candidates, {batch.build_jobs()} at once, {wall:.0f} s wall; "
+          f"{sum(b['ok'] for _, b in built)} built, mean {statistics.mean(seconds) if seconds else 0:.1f} s a build "
+          f"({sum(seconds) / max(1, len(todo)):.1f} s of build a candidate)", flush=True)
+    for c, b in built:
+        if not b["ok"]:
+            print(f"  build failed: {Path(c.id).name} ({kinds.get(Path(c.id).name)}): {b.get('reason', '')[:120]}", flush=True)
+
+
 def report(passes: list, kinds: dict) -> None:
     one = passes[0]  # the reference pass: 1 GPU, alone on the host, when it ran
-    print(f"\n{'pass':>10} {'wall s':>8} {'cand/h':>8} {'× first':>8}  verdicts as the first pass")
+    print(f"\n{'pass':>38} {'wall s':>8} {'cand/h':>8} {'× first':>8} {'honest s':>9}  verdicts as the first pass")
     for p in passes:
         same = all(p["lines"][n]["passed"] == one["lines"][n]["passed"] for n in one["lines"] if n in p["lines"])
-        print(f"{p['label']:>10} {p['wall_s']:>8.0f} {p['per_hour']:>8.0f} {p['per_hour'] / one['per_hour']:>8.2f}  "
-              f"{'same' if same and len(p['lines']) == len(one['lines']) else 'DIFFERENT'}")
+        honest = [line["seconds"] for n, line in p["lines"].items() if kinds.get(n) == "honest"]
+        mean = f"{statistics.mean(honest):.1f}" if honest else "-"
+        print(f"{p['label']:>38} {p['wall_s']:>8.0f} {p['per_hour']:>8.0f} {p['per_hour'] / one['per_hour']:>8.2f} "
+              f"{mean:>9}  {'same' if same and len(p['lines']) == len(one['lines']) else 'DIFFERENT'}")
     for p in passes[1:]:
         worst, ratios = compare_means(one["lines"], p["lines"], kinds)
         print(f"\nhonest candidates' means, {p['label']} (busy) / {one['label']} (alone): worst |ratio - 1| = "
@@ -265,11 +301,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--throughput", action="store_true")
     parser.add_argument("--count", type=int, default=40)
-    parser.add_argument("--passes", default="one,all", help="throughput passes in order, from one (1 GPU), all "
+    parser.add_argument("--passes", default="one,all", help="throughput passes in order, from one (1 GPU), fresh (1 GPU, a judge process per candidate), "
+                        "ray-auto (the Ray cluster running here), all "
                         "(every GPU), ray (every GPU through `--ray local`); the first is the reference")
     parser.add_argument("--timeout", type=float, default=20.0, help="per case (hanging candidates cost this)")
     parser.add_argument("--limit", type=float, default=600.0, help="per candidate")
     parser.add_argument("--cases", default=None, help="case set (default: benchmark's own)")
+    parser.add_argument("--compiled", type=int, default=0, help="also this many compiled v5 variants "
+                        "(docs/experiments/v5_variants.py), built first")
     parser.add_argument("--budget-s", type=float, default=540.0, help="skip a throughput pass that would end past this")
     parser.add_argument("--out", type=Path, default=None, help="folder for candidates and JSONLs (default: a temp one)")
     options = parser.parse_args()
@@ -281,7 +320,8 @@ def main() -> None:
         breakdown(options.sub, options.runs, options.limit, options.cases)
         return
     with (contextlib.nullcontext(options.out) if options.out else tempfile.TemporaryDirectory()) as out:
-        throughput(options.count, options.timeout, options.limit, passes, Path(out), options.budget_s, options.cases)
+        throughput(options.count, options.timeout, options.limit, passes, Path(out), options.budget_s, options.cases,
+                   options.compiled)
         print(f"\njudged lines: {Path(out)}/*.jsonl", flush=True)
 
 

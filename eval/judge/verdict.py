@@ -152,12 +152,19 @@ def canary_plan(regions: list, seed: int) -> list[tuple[list[int], bytes]]:
                 plan.append(([offsets[k] for k in picks], plan[link][1]))
                 picks_of.append(picks)
                 continue
-            picks = []
-            while len(picks) < region["picks"]:  # distinct, as native.cpp draws them
-                draw, state = _splitmix(state, 1)
-                k = int(draw[0] % np.uint64(len(offsets)))
-                if k not in picks:
-                    picks.append(k)
+            picks, seen = [], set()
+            while len(picks) < region["picks"]:  # distinct, as native.cpp draws them: one draw each
+                draws, _ = _splitmix(state, region["picks"] - len(picks))  # the next draws, taken in order
+                used = 0
+                for draw in draws.tolist():
+                    used += 1
+                    k = draw % len(offsets)
+                    if k not in seen:
+                        seen.add(k)
+                        picks.append(k)
+                        if len(picks) == region["picks"]:
+                            break
+                state = (state + used * 0x9E3779B97F4A7C15) & MASK64
             raw, state = _bytes(state, width * region["picks"])
             values = region.get("values") or []
             if values:
@@ -200,8 +207,8 @@ def apply_canary(data: tuple, regions: list, canary: dict) -> tuple:
     for region, (starts, raw) in zip(regions, plan):
         arg, width = _region_target(region)
         flat = storage_bytes(items[arg])
-        index = (torch.tensor(starts, dtype=torch.int64).unsqueeze(1) + torch.arange(width).unsqueeze(0)).flatten()
-        flat[index.to(flat.device)] = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(flat.device)
+        index = (np.asarray(starts, dtype=np.int64)[:, None] + np.arange(width, dtype=np.int64)).ravel()
+        flat[torch.from_numpy(index).to(flat.device)] = torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(flat.device)
     return data
 
 

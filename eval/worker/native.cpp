@@ -60,6 +60,10 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 namespace py = pybind11;
 

@@ -71,7 +71,7 @@ static void trial(const std::string& nonce, py::object kernel, py::object make_i
          << ",\"hash_args\":" << json_list(hash_args) << ",\"canary\":" << regions_json(rs) << "}";
     sj << (i ? "," : "") << "{\"canary\":" << canary_json(plan) << ",\"out\":" << snap_json(o.now, blob.size());
     blob += snap_bytes(o.now);
-    if (o.now.problem.empty()) {
+    if (o.now.problem.empty() && snap_bytes(o.synced) != snap_bytes(o.now)) {  // as runs(): only when it differs
       sj << ",\"synced\":" << snap_json(o.synced, blob.size());
       blob += snap_bytes(o.synced);
     }
