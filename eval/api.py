@@ -81,8 +81,8 @@ def judge(submission: str | Path, mode: str = "test", problem: str | Path | None
 
 def judge_many(submissions: Iterable[str | Path], mode: str = "test", args: Iterable[str] = (),
                jsonl: str | Path | None = None, jobs: int | None = None, limit: float = 1800.0) -> Iterator[dict]:
-    """Judge many candidates as `batch` does (each in a judge process of its own, one per GPU at a
-    time, every record at full sandbox unless a level is chosen) and yield each one's line as soon
+    """Judge many candidates as `batch` does (one judge process kept per GPU slot across its
+    candidates, fresh workers for each, every record at full sandbox unless a level is chosen) and yield each one's line as soon
     as it is judged, in finishing order: batch's JSONL line (id, sha256, passed, reason, geomean_ns,
     seconds, device, record: the record `judge` would give as JSON). submissions: paths or source
     texts; args: the command line's options for `mode` (e.g. ["--cases", "smoke"]); jsonl: where the

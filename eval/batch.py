@@ -2,12 +2,13 @@
 GPU of this host at a time, one JSON line per candidate as it finishes; a rerun skips what is judged.
 
 CANDIDATES: submission files, folders of them, or JSONL files of {"id": ..., "source": ...} (the
-sources are written under the output's folder, named by their hash). Each candidate is judged by its
-own `python -m eval` process (the judge, which starts its sandboxed worker as always) pinned to one
-GPU with CUDA_VISIBLE_DEVICES; on a machine without CUDA, `--jobs` judges run at once for `test` and
+sources are written under the output's folder, named by their hash). Each candidate is judged as its
+own `python -m eval` command line (the judge, which starts its sandboxed workers as always) in a judge
+process kept for its slot (eval/kept_judge.py; EVAL_BATCH_KEPT=0: a process per candidate), pinned to
+one GPU with CUDA_VISIBLE_DEVICES; on a machine without CUDA, `--jobs` judges run at once for `test` and
 one at a time for the timed modes (the cores are what is timed there). A candidate that
-hangs past its limit, crashes or wrecks its CUDA context costs only itself: its process group is
-killed and its line says why. Resume: a candidate whose source hash and options already have a line
+hangs past its limit, crashes or wrecks its CUDA context costs only itself: its workers are killed
+(past the limit, its judge process too, and the slot starts a new one) and its line says why. Resume: a candidate whose source hash and options already have a line
 in the output is not judged again. Builds run ahead on the CPU cores (sandboxed, no GPU), so a GPU
 slot is held only for a candidate's import, tests and timing. This module never imports candidate
 code.
