@@ -122,8 +122,9 @@ def _running(pid: int) -> bool:
         return False
 
 
-def _processes():
-    """(pid, command name, session id, uid) of every process."""
+def _processes(live: bool = False):
+    """(pid, command name, session id, uid) of every process; live: not the dead ones (a zombie, state
+    Z, runs no code: only its parent's wait takes it off the list)."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
@@ -131,7 +132,7 @@ def _processes():
         except OSError:
             continue
         comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        if len(rest) > 3:
+        if len(rest) > 3 and not (live and rest[0] in "ZX"):
             yield int(pid), comm, int(rest[3]), uid
 
 

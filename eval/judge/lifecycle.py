@@ -289,10 +289,11 @@ def _signal_uid(uid: int, sig: int) -> None:
 
 def _signal_worker(session: int, uid: int | None, sig: int) -> list[int]:
     """Send sig to everything the worker started: every process of its own uid at once (where it
-    has one), then each process found in its session or of its uid; returns those found."""
+    has one), then each process found in its session or of its uid; returns those found, less the
+    dead ones (a zombie waits only for its parent's wait: a kill's settling need not wait for it)."""
     if uid is not None and os.geteuid() == 0:
         _signal_uid(uid, sig)
-    found = [pid for pid, _, sid, owner in _processes() if sid == session or (uid is not None and owner == uid)]
+    found = [pid for pid, _, sid, owner in _processes(live=True) if sid == session or (uid is not None and owner == uid)]
     for pid in found:
         try:
             os.kill(pid, sig)
