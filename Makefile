@@ -12,8 +12,10 @@ B ?=
 setup:
 	@$(PY) -m eval.deps
 
+# two test processes where pytest-xdist is installed (setup installs it where it can): the suite mostly
+# waits on the processes it starts, so two fit a 2-core machine; a module's tests stay in one process
 test: setup
-	$(PY) -m pytest -q tests $(ARGS)
+	$(PY) -m pytest -q tests $$($(PY) -c "import xdist" 2>/dev/null && echo "-n 2 --dist loadfile") $(ARGS)
 
 eval: setup
 	$(PY) -m eval run $(SUB) $(ARGS)

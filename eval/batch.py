@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from eval import kept_judge, problem_folder
+from eval import cases, kept_judge, problem_folder
 
 GRACE_S = 120.0  # beyond the judge's own limits (worker start, builds): then the whole judge is killed
 TIMED_MODES = ("benchmark", "leaderboard")
@@ -133,13 +133,17 @@ def last_error(stderr: str) -> str:
 REQUIRE_FULL_ENV = "EVAL_REQUIRE_FULL_SANDBOX"  # read by eval/judge/modes.py Runner
 
 
-def judge_env(device: str | None) -> dict:
-    """A judge's environment: pinned to its GPU, the problem from its command line, full sandbox asked."""
+def judge_env(device: str | None, secret: int | None = None) -> dict:
+    """A judge's environment: pinned to its GPU, the problem from its command line, full sandbox asked,
+    and the secret seed this batch was given (POPCORN_SEED: the command line took it out of this
+    process's environment as it started; the judges need it back)."""
     env = dict(os.environ)
     env.pop(problem_folder.DIR_ENV, None)
     if device is not None:
         env["CUDA_VISIBLE_DEVICES"] = device
     env[REQUIRE_FULL_ENV] = "1"  # no candidate judged below full unless the user chose a level (--sandbox)
+    if secret is not None:
+        env[cases.SECRET_SEED_ENV] = str(secret)
     return env
 
 
@@ -178,7 +182,7 @@ def judge_one(candidate: Candidate, mode: str, args: list[str], device: str | No
 def _own_process(argv: list[str], device: str | None, limit: float | None) -> tuple[int | None, str, str | None]:
     """A judge process of its own for one candidate: (exit code, stderr, error at the limit)."""
     proc = subprocess.Popen([sys.executable, "-m", "eval", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, errors="replace", env=judge_env(device), start_new_session=True,
+                            text=True, errors="replace", env=judge_env(device, cases.secret_seed()), start_new_session=True,
                             cwd=problem_folder.ROOT)
     try:
         _, stderr = proc.communicate(timeout=limit)
@@ -324,7 +328,8 @@ def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jo
         threading.Thread(target=builder, name="eval-batch-build", daemon=True).start()
 
     def worker(device):
-        kept = kept_judge.KeptJudge(judge_env(device), problem_folder.ROOT) if kept_judge.enabled() else None
+        kept = kept_judge.KeptJudge(judge_env(device, cases.secret_seed()), problem_folder.ROOT) \
+            if kept_judge.enabled() else None
         try:
             while True:
                 item = take()

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eval import batch, kept_judge, problem_folder
+from eval import batch, cases, kept_judge, problem_folder
 
 INSTALL_HINT = ("--ray needs Ray: pip install ray (on the GPU machine: .ci/stage-ray.sh here, then "
                 "`source .ray/activate.sh` there)")
@@ -59,7 +59,7 @@ class Judge:
         return socket.gethostname()
 
     def judge(self, cid: str, source: str, sha256: str, shown: str, mode: str, args: list[str], limit: float,
-              problem: str | None) -> dict:
+              problem: str | None, secret: int | None = None) -> dict:
         """judge_one on a copy of the source; its line names the file as the caller knows it (shown)."""
         device = os.environ.get("CUDA_VISIBLE_DEVICES") or None  # what Ray pinned this actor to
         with tempfile.TemporaryDirectory(prefix="ray-candidate-") as folder:
@@ -69,7 +69,11 @@ class Judge:
             path.chmod(0o644)
             root = Path(problem) if problem else problem_folder.ROOT
             if self.kept is None and kept_judge.enabled():
-                self.kept = kept_judge.KeptJudge(batch.judge_env(device), problem_folder.ROOT)
+                self.kept = kept_judge.KeptJudge(batch.judge_env(device, secret), problem_folder.ROOT)
+            if self.kept is None:  # a judge process per candidate: the secret seed reaches it as it would the kept one
+                from eval import cases
+
+                cases._SECRET[:] = [secret]
             line = batch.judge_one(batch.Candidate(cid, path, sha256), mode, args, device, limit, root, kept=self.kept)
         line = json.loads(json.dumps(line).replace(json.dumps(str(path))[1:-1], json.dumps(shown)[1:-1]))
         return {**line, "host": socket.gethostname()}
@@ -141,6 +145,7 @@ def _drive(ray, todo: collections.deque, mode, args, jsonl: Path, key: str, jobs
     count, resources = actor_options(ray, jobs, mode)
     actor_class = ray.remote(max_restarts=0, **resources)(Judge)
     problem = problem_arg()
+    secret = cases.secret_seed()  # POPCORN_SEED, as this command took it (sent to each actor's judges)
     running: dict = {}  # a judge task's ref -> its Job
     starting: dict = {}  # an actor's ready() ref -> (the actor, since when)
     attempts: collections.Counter = collections.Counter()  # actors that died under each candidate
@@ -157,7 +162,7 @@ def _drive(ray, todo: collections.deque, mode, args, jsonl: Path, key: str, jobs
             candidate = todo.popleft()
             source = candidate.path.read_text(errors="replace")
             ref = actor.judge.remote(candidate.id, source, candidate.sha256, str(candidate.path), mode, args,
-                                     limit, problem)
+                                     limit, problem, secret)
             running[ref] = Job(actor, candidate, time.monotonic())
 
     def finish(line: dict) -> None:

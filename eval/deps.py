@@ -25,7 +25,9 @@ OPTIONAL = {"cutlass": "nvidia-cutlass-dsl==4.8.1",
             # the static pre-check (eval/judge/static_check.py); without it the judge notes it is skipped
             "kernelguard": "kernelguard==0.3.2; python_version >= '3.11'",
             # `batch --ray` and tests/test_ray.py (on the GPU machine: .ci/stage-ray.sh stages it)
-            "ray": "ray"}
+            "ray": "ray",
+            # `make test` in two processes (without it, one)
+            "xdist": "pytest-xdist"}
 
 
 def missing() -> list[str]:

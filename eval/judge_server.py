@@ -10,6 +10,8 @@ import os
 import signal
 import sys
 
+from eval.kept_judge import EXPECTED_EXITS, MAX_COMMANDS
+
 
 def _one(argv: list[str], stderr_path: str) -> int:
     """One command line, as `python -m eval` would run it; its exit code. Everything it set up is put
@@ -17,6 +19,7 @@ def _one(argv: list[str], stderr_path: str) -> int:
     import gc
 
     from eval import cases, cli, problem_folder, progress
+    from eval.judge import zygote
 
     environ, term = dict(os.environ), signal.getsignal(signal.SIGTERM)
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -36,6 +39,8 @@ def _one(argv: list[str], stderr_path: str) -> int:
 
         traceback.print_exc()
     finally:
+        gc.collect()  # while fd 2 is still this candidate's: what they print is its
+        _release_gpu_memory()
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(saved, 2)
@@ -52,8 +57,7 @@ def _one(argv: list[str], stderr_path: str) -> int:
         os.environ.update(environ)
         progress._STATE.update({"on": False, "start": None, "bar": None})
         problem_folder._CURRENT.clear()
-        gc.collect()
-        _release_gpu_memory()
+        zygote._FAILED.clear()  # a zygote that could not start is tried again for the next candidate
     return code
 
 
@@ -71,14 +75,19 @@ def serve() -> None:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)  # the commands' own prints: batch reads the -o record instead
     os.close(null)
+    served = 0
     for line in sys.stdin:
         if not line.strip():
             continue
         request = json.loads(line)
         code = _one(list(request["argv"]), str(request["stderr"]))
+        served += 1
         replies.write(json.dumps({"exit": code}) + "\n")
         replies.flush()
-        if code == 128 + signal.SIGTERM:  # asked to stop (batch's limit): its workers are closed; leave
+        # leave (the slot starts a new process) when asked to stop (batch's limit: its workers are
+        # closed), after an exit the commands do not make by design (a harness bug: state unknown),
+        # and after MAX_COMMANDS (whatever drifts in a long-lived process stays bounded)
+        if code not in EXPECTED_EXITS or served >= MAX_COMMANDS:
             break
 
 

@@ -26,7 +26,11 @@ import time
 from pathlib import Path
 
 STOP_GRACE_S = 30.0  # a judge past its limit gets this long to close its workers before SIGKILL
-KEPT_ENV = "EVAL_BATCH_KEPT"  # 0: one judge process per candidate (as before #39), for comparison
+KEPT_ENV = "EVAL_BATCH_KEPT"
+# a kept process leaves (eval/judge_server.py) after an exit the commands do not make by design (pass,
+# usage or input error, no GPU, a failed verdict, cannot run here), and after MAX_COMMANDS candidates
+EXPECTED_EXITS = {0, 2, 3, 112, 113}
+MAX_COMMANDS = 100  # 0: one judge process per candidate (as before #39), for comparison
 
 
 def enabled() -> bool:
@@ -46,13 +50,17 @@ class KeptJudge:
         self.buffer = b""
         self.started = 0
         self.pid: int | None = None  # the process that judged (or is judging) the last candidate
+        self.served_by_this = 0  # candidates sent to the current process
 
     def _start(self) -> None:
         self.buffer = b""
+        self.log.seek(0)  # what an earlier process said is no later candidate's reason
+        self.log.truncate()
         self.proc = subprocess.Popen([sys.executable, "-m", "eval.judge_server"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log, env=self.env, cwd=self.cwd,
                                      start_new_session=True)
         self.started += 1
+        self.served_by_this = 0
 
     def judge(self, argv: list[str], stderr_path: Path, limit: float | None) -> tuple[int | None, str, str | None]:
         """(exit code, stderr, error): the exit code of the command line (None: the process died, or
@@ -61,6 +69,7 @@ class KeptJudge:
             self._start()
         proc = self.proc
         self.pid = proc.pid
+        self.served_by_this += 1
         deadline = None if limit is None else time.monotonic() + limit
         try:
             proc.stdin.write((json.dumps({"argv": argv, "stderr": str(stderr_path)}) + "\n").encode())
@@ -80,7 +89,7 @@ class KeptJudge:
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         code = int(json.loads(line)["exit"])
-        if code == 128 + signal.SIGTERM:  # it leaves after such a candidate (serve)
+        if code not in EXPECTED_EXITS or self.served_by_this >= MAX_COMMANDS:  # it leaves after such a one (serve)
             self._reap()
         return code, _read(stderr_path), None
 

@@ -1,13 +1,24 @@
+import atexit
 import importlib.util
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# every command the tests run keeps its records and logs in a folder of this session's, never in the
+# checkout's results/: the red-team tests watch that one for forgeries, and a second test run beside
+# this one (or the other pytest-xdist process of this run) would write there meanwhile
+if not os.environ.get("EVAL_RESULTS_DIR"):
+    _SESSION_RESULTS = tempfile.mkdtemp(prefix="eval-tests-results-")
+    os.environ["EVAL_RESULTS_DIR"] = _SESSION_RESULTS
+    atexit.register(shutil.rmtree, _SESSION_RESULTS, True)
 
 import torch  # noqa: E402
 

@@ -62,11 +62,11 @@ def test_batch_judges_each_candidate_once_and_resumes(judged_batch):
 
 def test_a_kept_judge_past_the_limit_is_replaced(tmp_path):
     """#39: a candidate that holds its judge past --limit ends that kept judge process (its line says
-    so); the next candidate gets a new judge process and its own verdict."""
+    so); the next candidate gets a new judge process and its own verdict, on the batch's secret seed."""
     (tmp_path / "a_hang.py").write_text(HANG)
     honest = tmp_path / "b_honest.py"
     honest.write_text((ROOT / "submission" / "torch_ref.py").read_text())
-    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results"), "EVAL_BATCH_BUILDS": "0"}
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results"), "EVAL_BATCH_BUILDS": "0", "POPCORN_SEED": "42"}
     env.pop(problem_folder.DIR_ENV, None)
     out = tmp_path / "v.jsonl"
     # with no builds ahead a slot takes the last candidate in line first: the hang, then the honest one
@@ -77,6 +77,12 @@ def test_a_kept_judge_past_the_limit_is_replaced(tmp_path):
     assert "did not finish within 20 s" in lines["a_hang.py"]["reason"], done.stderr[-2000:]
     assert lines["b_honest.py"]["passed"], lines["b_honest.py"]["reason"]
     assert lines["a_hang.py"]["judge_pid"] != lines["b_honest.py"]["judge_pid"]
+    # the batch's secret seed reaches every judge (a red team found batch judging on the public seeds)
+    from eval.cases import combine_seed
+
+    for case in lines["b_honest.py"]["record"]["cases"]:
+        public = int(case["spec"].rsplit("seed: ", 1)[1])
+        assert case["args"]["seed"] == combine_seed(public, 42), case
 
 
 def test_a_judge_that_leaves_no_record_is_not_a_verdict(tmp_path):

@@ -126,15 +126,16 @@ def test_a_side_that_continues_itself_voids_the_comparison(tmp_path):
     from eval import compare
 
     # the window the escaping side is stopped in is made long by the side timed meanwhile, not by
-    # a count of runs: 20 calls that each sleep 60 ms hold it stopped 1.2 s a round, and its child
-    # (woken every 20 ms) runs far past the 50 ms slack even when other work shares the cores
+    # a count of runs: 20 calls that each sleep 200 ms hold it stopped 4 s a round, and its child
+    # (woken every 20 ms) runs far past the 50 ms slack even when other work shares the cores (at
+    # 60 ms a call it did not, beside another test process on 2 busy cores)
     folder = Path(tempfile.mkdtemp(prefix="slow-honest-"))  # readable by a worker's own uid (not pytest's 0700 tree)
     folder.chmod(0o755)
     slow = folder / "slow_honest.py"
     slow.write_text("import importlib.util, time\n"
                     f"_spec = importlib.util.spec_from_file_location('_honest', {str(TORCH_REF)!r})\n"
                     "_honest = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_honest)\n\n\n"
-                    "def custom_kernel(data):\n    time.sleep(0.06)\n    return _honest.custom_kernel(data)\n")
+                    "def custom_kernel(data):\n    time.sleep(0.2)\n    return _honest.custom_kernel(data)\n")
     slow.chmod(0o644)
     try:
         outcome = compare.compare(slow, ADV / "freeze_escape_timer.py", smoke(), options(tmp_path, timeout=60.0), 2, 20)

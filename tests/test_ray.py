@@ -116,7 +116,7 @@ class _FakeRay:
                 self.ready = Method(lambda: _Ref("fake-host", pending=not placed))
                 self.judge = Method(self._judge)
 
-            def _judge(self, cid, source, sha256, shown, mode, args, limit, problem):
+            def _judge(self, cid, source, sha256, shown, mode, args, limit, problem, secret=None):
                 fake.seen.append(cid)
                 if cid == "dies" or (cid == "dies-once" and fake.seen.count(cid) == 1):
                     return _Ref(_Died("The actor died unexpectedly before finishing this task."))
