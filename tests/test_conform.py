@@ -136,8 +136,9 @@ def test_an_input_left_undefined_is_writable_even_when_two_generations_agree(mon
                             lambda size, seed: (real(size, seed)[0], torch.empty(big)))
         ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD fixed: 16 MiB is always fresh pages
         args = {"size": 1023, "seed": 1}
+        # what the old rule compared: two plain generations, alike where both got fresh zero pages (not
+        # in every process: one that ran other tests may be handed reused memory), so not asserted
         one, two = verdict.generate(args, 1), verdict.generate(args, 1)
-        assert verdict.input_hash(one[1]) == verdict.input_hash(two[1])  # what the old rule compared
         del one, two
         modes._PROFILES.clear()
         assert modes.case_profile(args).outputs == {1}

@@ -37,11 +37,13 @@ def reason(record):
 
 
 def marks(name: str) -> set:
-    """Every file called `name` the attack could have left where a later run looks."""
-    places = [Path("/tmp"), Path("/var/tmp"), build.cache_root()]
+    """Every file called `name` the attack could have left where a later run looks. The walk goes on
+    past folders that vanish under it (another run's workers come and go there meanwhile)."""
+    places = [Path("/var/tmp"), build.cache_root()]
     found = set()
     for place in places:
-        found |= {str(p) for p in place.rglob(name)} if place.is_dir() and place != Path("/tmp") else set()
+        for folder, dirs, files in os.walk(place):  # errors (a folder gone mid-walk) are skipped
+            found |= {os.path.join(folder, f) for f in files + dirs if f == name}
     found |= {str(p) for p in Path("/tmp").glob(name)}
     return found
 

@@ -39,7 +39,8 @@ def workers() -> Path:
 
 
 def session_members(session: int) -> list[int]:
-    return [pid for pid, _, sid, _ in channel._processes() if sid == session]
+    """The live processes of a session (a zombie, killed and not yet reaped by its parent, runs nothing)."""
+    return [pid for pid, _, sid, _ in channel._processes(live=True) if sid == session]
 
 
 def wait_for(predicate, seconds: float):
