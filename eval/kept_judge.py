@@ -26,11 +26,11 @@ import time
 from pathlib import Path
 
 STOP_GRACE_S = 30.0  # a judge past its limit gets this long to close its workers before SIGKILL
-KEPT_ENV = "EVAL_BATCH_KEPT"
+KEPT_ENV = "EVAL_BATCH_KEPT"  # 0: one judge process per candidate (as before #39), for comparison
 # a kept process leaves (eval/judge_server.py) after an exit the commands do not make by design (pass,
 # usage or input error, no GPU, a failed verdict, cannot run here), and after MAX_COMMANDS candidates
 EXPECTED_EXITS = {0, 2, 3, 112, 113}
-MAX_COMMANDS = 100  # 0: one judge process per candidate (as before #39), for comparison
+MAX_COMMANDS = 100
 
 
 def enabled() -> bool:
