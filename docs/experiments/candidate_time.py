@@ -37,6 +37,9 @@ def show(c: dict) -> None:
     per = f"{1e3 * c['seconds'] / c['runs']:.2f}" if c["runs"] else "-"
     print(f"{c['op']:<10} {c['case'][:28]:<28} {c['before']:>8.3f} {c['seconds']:>7.3f} {c['runs']:>5} {per:>7} "
           f"{c['host_calls']}", flush=True)
+    if c.get("phases"):  # a trial's parts in the worker (seconds, summed over its steps), and its reply's size
+        parts = " ".join(f"{k} {v:.3f}" for k, v in c["phases"].items())
+        print(f"           worker: {parts}; reply {c['blob'] >> 20} MiB", flush=True)
 
 
 def watch_calls() -> None:
@@ -50,9 +53,10 @@ def watch_calls() -> None:
         seconds = LAST[0] - started
         runs = len(reply.header.get("runs") or []) if op in ("runs", "baseline") else 0
         args = payload.get("args") or {}
-        case = ",".join(f"{k}={v}" for k, v in args.items() if k in ("m", "k", "l", "size", "n"))
+        case = ",".join(f"{k}={v}" for k, v in args.items() if k in ("m", "k", "l", "size", "n", "seqlen", "bs", "dim"))
         CALLS.append({"op": op, "case": case, "seconds": seconds, "runs": runs, "before": before,
-                      "host_calls": (payload.get("params") or {}).get("host_calls", 0)})
+                      "host_calls": (payload.get("params") or {}).get("host_calls", 0),
+                      "phases": reply.header.get("phases"), "blob": len(reply.blob or b"")})
         if LIVE:
             show(CALLS[-1])
         return reply

@@ -124,16 +124,32 @@ def _running(pid: int) -> bool:
 
 def _processes(live: bool = False):
     """(pid, command name, session id, uid) of every process; live: not the dead ones (a zombie, state
-    Z, runs no code: only its parent's wait takes it off the list)."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    Z, runs no code: only its parent's wait takes it off the list). One open, fstat and read per
+    process: a GPU host runs a thousand or more, and the judge passes over them many times a candidate.
+    The uid is the stat file's owner, which is the process directory's (both follow the process's
+    effective uid, root when it is not dumpable)."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            uid = os.stat(f"/proc/{pid}").st_uid
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
+            try:
+                uid = os.fstat(fd).st_uid
+                stat = os.read(fd, 4096)
+            finally:
+                os.close(fd)
         except OSError:
             continue
-        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        if len(rest) > 3 and not (live and rest[0] in "ZX"):
-            yield int(pid), comm, int(rest[3]), uid
+        left, right = stat.find(b"("), stat.rfind(b")")
+        rest = stat[right + 2:].split(None, 4)
+        if left < 0 or right < left or len(rest) < 4:
+            continue
+        if live and rest[0] in (b"Z", b"X"):
+            continue
+        try:
+            yield int(name), stat[left + 1:right].decode(errors="replace"), int(rest[3]), uid
+        except ValueError:
+            continue
 
 
 def _compilers(session: int) -> tuple[dict[tuple[int, int], int], set[tuple[int, int]]]:

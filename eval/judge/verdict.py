@@ -257,8 +257,12 @@ def rebuild(entry: dict | None, blob: bytes, expected: str | None = None) -> Out
     start, length = entry["blob"]
     if start < 0 or length < 0 or start + length > len(blob):
         raise Tampered("reply failed authentication: snapshot outside its data")
-    raw = torch.frombuffer(bytearray(blob[start:start + length]), dtype=torch.uint8) if length else \
-        torch.empty(0, dtype=torch.uint8)
+    if not length:
+        raw = torch.empty(0, dtype=torch.uint8)
+    elif expected != "cpu" and isinstance(blob, bytearray):  # read in place: .to() below makes the copy
+        raw = torch.frombuffer(blob, dtype=torch.uint8, offset=start, count=length)
+    else:
+        raw = torch.frombuffer(bytearray(memoryview(blob)[start:start + length]), dtype=torch.uint8)
     itemsize = torch.empty(0, dtype=dtype).element_size()
     if length % itemsize:
         raise Tampered("reply failed authentication: snapshot length")

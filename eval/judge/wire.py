@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import hmac
 import json
 import os
@@ -95,10 +96,11 @@ class Requests:
         if header_len > header_limit or blob_len > blob_limit:
             raise WorkerFailure(f"reply failed authentication: {header_len} + {blob_len} bytes, more than the request "
                                 f"can produce ({header_limit} + {blob_limit})")
-        header = self._read(header_len, clock)
-        blob = self._read(blob_len, clock)
+        digest = hashlib.sha256()  # taken as the bytes come: a reply can hold GBs of outputs
+        header = self._read(header_len, clock, digest)
+        blob = self._read(blob_len, clock, digest)
         mac = self._read(32, clock)
-        expected = hmac.new(self.key, hashlib.sha256(header + blob).digest(), hashlib.sha256).digest()
+        expected = hmac.new(self.key, digest.digest(), hashlib.sha256).digest()
         if not hmac.compare_digest(mac, expected):
             raise WorkerFailure("reply failed authentication: bad signature (forged or tampered result channel)")
         try:
@@ -109,20 +111,25 @@ class Requests:
             raise WorkerFailure("reply failed authentication: unreadable header")
         return Reply(kind=str(parsed.get("kind")), header=parsed, blob=blob)
 
-    def _read(self, n: int, clock: "Deadline") -> bytes:
-        chunks, got = [], 0
-        while got < n:
-            ready, _, _ = select.select([self.reply_fd], [], [], min(1.0, clock.left()))
-            if not ready:
-                if clock.expired():
-                    raise WorkerFailure(clock.reason())
-                continue
-            chunk = os.read(self.reply_fd, min(n - got, 1 << 24))
-            if not chunk:
-                raise self._died()
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
+    def _read(self, n: int, clock: "Deadline", digest=None) -> bytes:
+        """n bytes from the worker, read into place (a reply's blob can be GBs: no chunks joined after);
+        digest: hashed as they come, while the worker writes the next."""
+        buffer = bytearray(n)
+        view, got = memoryview(buffer), 0
+        with io.FileIO(self.reply_fd, closefd=False) as pipe:
+            while got < n:
+                ready, _, _ = select.select([self.reply_fd], [], [], min(1.0, clock.left()))
+                if not ready:
+                    if clock.expired():
+                        raise WorkerFailure(clock.reason())
+                    continue
+                count = pipe.readinto(view[got:got + (1 << 24)])
+                if not count:
+                    raise self._died()
+                if digest is not None:
+                    digest.update(view[got:got + count])
+                got += count
+        return bytes(buffer) if n < (1 << 20) else buffer
 
     def _died(self) -> WorkerFailure:
         code = self.process.wait(timeout=30) if self.process else None

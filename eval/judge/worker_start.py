@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
@@ -331,6 +332,10 @@ class WorkerProcess(Requests, Control):
         os.close(key_w)
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
+        try:  # a larger pipe: a reply of GBs of outputs in fewer reads (the system's limit may refuse it)
+            fcntl.fcntl(rep_r, fcntl.F_SETPIPE_SZ, 1 << 20)
+        except OSError:
+            pass
         writable = [str(private.root), str(private.builds), *_device_paths()]
         readable, listable = _readable_paths(self.submission, lib.path)
         paths = json.dumps({"write": writable, "read": readable, "list": listable, "skip": list(self.skip)})

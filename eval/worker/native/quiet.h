@@ -222,12 +222,60 @@ static void snapshot(Snap& s) {
   }
 }
 
-// All the bytes a snapshot copied (a structure's parts one after another, as snap_json places them).
-static std::string snap_bytes(const Snap& s) {
-  if (s.kind.empty()) return s.bytes;
-  std::string all;
-  for (const Snap& part : s.parts) all += snap_bytes(part);
-  return all;
+// The bytes a snapshot copied, a structure's parts one after another as snap_json places them: each
+// leaf's buffer in order (no copy: outputs can be GBs), their total, moved into a reply's blob.
+static void snap_leaves(Snap& s, std::vector<Snap*>& out) {
+  if (s.kind.empty()) { out.push_back(&s); return; }
+  for (Snap& part : s.parts) snap_leaves(part, out);
+}
+
+static size_t snap_size(const Snap& s) {
+  if (s.kind.empty()) return s.bytes.size();
+  size_t n = 0;
+  for (const Snap& part : s.parts) n += snap_size(part);
+  return n;
+}
+
+// After snap_json(s, blob.size()): the bytes go to the blob (s keeps its layout, not its bytes).
+static void snap_take(Blob& blob, Snap& s) {
+  std::vector<Snap*> leaves;
+  snap_leaves(s, leaves);
+  for (Snap* leaf : leaves) blob.add(std::move(leaf->bytes));
+}
+
+static bool same_layout(const Snap& a, const Snap& b) {
+  if (a.problem != b.problem || a.kind != b.kind || a.type_name != b.type_name || a.value != b.value ||
+      a.keys != b.keys || a.parts.size() != b.parts.size() || a.dtype != b.dtype || a.sizes != b.sizes ||
+      a.strides != b.strides || a.offset != b.offset || a.cuda != b.cuda || a.src != b.src || a.span != b.span)
+    return false;
+  for (size_t i = 0; i < a.parts.size(); i++)
+    if (!same_layout(a.parts[i], b.parts[i])) return false;
+  return true;
+}
+
+// Whether the output is, after the sync, what `now` copied at the end clock: the same structure over
+// the same memory, and the same bytes there (read back in pieces: no second whole copy of a GBs
+// output). Called in a quiet window, after the sync, as the second snapshot it stands in for.
+static bool unchanged_since(const Snap& now, const Snap& later) {
+  if (!same_layout(now, later)) return false;
+  if (!now.kind.empty()) {
+    for (size_t i = 0; i < now.parts.size(); i++)
+      if (!unchanged_since(now.parts[i], later.parts[i])) return false;
+    return true;
+  }
+  if (!now.problem.empty() || now.span == 0) return true;
+  if (now.bytes.size() != now.span) return false;
+  if (!now.cuda) return readable(now.src, now.span) != 0 && memcmp(now.bytes.data(), now.src, now.span) == 0;
+  static std::string piece;
+  const size_t step = (size_t)64 << 20;
+  if (piece.size() < std::min(step, now.span)) piece.resize(std::min(step, now.span));
+  for (size_t at = 0; at < now.span; at += step) {
+    size_t n = std::min(step, now.span - at);
+    ck(D.cuMemcpyDtoHAsync(&piece[0], (DrvPtr)(now.src + at), n, nullptr), "output snapshot");
+    ck(D.cuStreamSynchronize(nullptr), "output snapshot");
+    if (memcmp(piece.data(), now.bytes.data() + at, n)) return false;
+  }
+  return true;
 }
 
 static std::string snap_json(const Snap& s, size_t blob_offset) {
@@ -246,7 +294,7 @@ static std::string snap_json(const Snap& s, size_t blob_offset) {
     j.o << "],\"parts\":[";
     for (size_t i = 0; i < s.parts.size(); i++) {
       j.o << (i ? "," : "") << snap_json(s.parts[i], blob_offset);
-      blob_offset += snap_bytes(s.parts[i]).size();
+      blob_offset += snap_size(s.parts[i]);
     }
     j.o << "]}";
     return j.o.str();

@@ -41,7 +41,8 @@ static py::object call_kernel(py::handle kernel, py::handle data) {
 }
 
 struct Outcome {
-  Snap now, synced;
+  Snap now, synced;     // synced: taken after the sync only where the output changed since now
+  bool changed = false;  // the output's bytes after the sync differ from now's (the call went on past its end clock)
 };
 
 struct Timed {
@@ -93,9 +94,13 @@ static Timed timed_calls(py::handle kernel, const std::vector<py::object>& input
   device_sync(cuda);
   if (cuda) l2_undo(t.kept);
   if (snap) {
+    if (cuda) ck(D.cuStreamSynchronize(nullptr), "snapshot");  // now's copies are complete
     for (size_t i = 0; i < results.size(); i++)
       if (t.outs[i].now.problem.empty()) {
-        t.outs[i].synced = describe_output(results[i].ptr());
+        Snap later = describe_output(results[i].ptr());
+        if (unchanged_since(t.outs[i].now, later)) continue;
+        t.outs[i].changed = true;
+        t.outs[i].synced = std::move(later);
         snapshot(t.outs[i].synced);
       }
     if (cuda) ck(D.cuStreamSynchronize(nullptr), "snapshot");
@@ -177,7 +182,7 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
 
   std::vector<double> samples;
   Text runs_json;
-  std::string blob;
+  Blob blob;
   runs_json << "[";
   double t_begin = now_ns();
   int64_t done = 0;
@@ -189,7 +194,7 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
     std::vector<CanaryPlan> plans;
     for (auto& v : views) plans.push_back(plan_canary(rs, v));
     Timed timed = timed_calls(kernel, inputs, views, rs, plans, cuda, flush, wait_ns, check);
-    const std::vector<Outcome>& outs = timed.outs;
+    std::vector<Outcome>& outs = timed.outs;
     double ns = timed.ns / (double)inputs.size();
     samples.push_back(ns);
     runs_json << (done ? "," : "") << "{\"ns\":" << ns << ",\"pre_ns\":" << timed.pre_ns
@@ -201,10 +206,10 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
       runs_json << (i ? "," : "") << "{\"seed\":" << seeds[i] << ",\"canary\":" << canary_json(plans[i]);
       if (check) {
         runs_json << ",\"out\":" << snap_json(outs[i].now, blob.size());
-        blob += snap_bytes(outs[i].now);
-        if (outs[i].now.problem.empty() && snap_bytes(outs[i].synced) != snap_bytes(outs[i].now)) {
+        snap_take(blob, outs[i].now);
+        if (outs[i].now.problem.empty() && outs[i].changed) {
           runs_json << ",\"synced\":" << snap_json(outs[i].synced, blob.size());
-          blob += snap_bytes(outs[i].synced);
+          snap_take(blob, outs[i].synced);
         }
       }
       runs_json << "}";
@@ -271,7 +276,7 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
             snapshot(sn);
             if (cuda) ck(D.cuStreamSynchronize(nullptr), "snapshot");
             host_json << ",\"out\":" << snap_json(sn, blob.size());
-            blob += snap_bytes(sn);
+            snap_take(blob, sn);
           }
         }
         host_json << "}";
