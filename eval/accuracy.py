@@ -44,7 +44,9 @@ def run(submission, cases: list[Case], options: modes.Options) -> RunRecord:
     return modes.run_each_case("accuracy", submission, cases, options, measure_case)
 
 
-def render(record: RunRecord) -> str:
+def render(record: RunRecord, fmt: str = "table") -> str:
+    if fmt == "markdown":
+        return markdown(record)
     if record.error:
         return f"accuracy: FAIL: {record.error}"
     note = problem_folder.current().hook("ACCURACY_NOTE", "vs fp32 = against the exact product")
@@ -58,4 +60,24 @@ def render(record: RunRecord) -> str:
         status = "pass" if check["passed"] else f"FAIL {check['message'][:80]}"
         lines.append(f"{c.label:<22} {v['rel_err']:9.4f} {v['pearson']:9.5f} {v['max_abs_err']:9.3f} "
                      f"{q['rel_err']:10.4f}  {status}")
+    return "\n".join(lines)
+
+
+def markdown(record: RunRecord) -> str:
+    """The same table as render's, in markdown."""
+    from eval.judge.text import for_markdown
+
+    if record.error:
+        return f"accuracy: FAIL: {for_markdown(record.error)}"
+    note = problem_folder.current().hook("ACCURACY_NOTE", "vs fp32 = against the exact product")
+    lines = [f"accuracy of {for_markdown(str(record.submission))} ({for_markdown(record.environment.gpu)}) {note}", "",
+             "| case | rel err | pearson | max abs | quant. rel | reference check |", "|---|---|---|---|---|---|"]
+    for c in record.cases:
+        if not c.accuracy:
+            lines.append(f"| {for_markdown(c.label)} | FAIL: {for_markdown(c.error or '')} | | | | |")
+            continue
+        v, q, check = c.accuracy["vs_fp32"], c.accuracy["reference_vs_fp32"], c.accuracy["exact_check"]
+        status = "pass" if check["passed"] else f"FAIL {for_markdown(check['message'][:80])}"
+        lines.append(f"| {for_markdown(c.label)} | {v['rel_err']:.4f} | {v['pearson']:.5f} | {v['max_abs_err']:.3f} | "
+                     f"{q['rel_err']:.4f} | {status} |")
     return "\n".join(lines)

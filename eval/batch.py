@@ -59,7 +59,10 @@ def collect(inputs: list[Path], sources_dir: Path) -> list[Candidate]:
             for number, line in enumerate(item.read_text().splitlines(), 1):
                 if not line.strip():
                     continue
-                entry = json.loads(line)
+                try:
+                    entry = json.loads(line)
+                except ValueError as exc:
+                    raise ValueError(f"{item}:{number}: not a JSON line ({exc})") from None
                 if not isinstance(entry, dict) or not isinstance(entry.get("source"), str):
                     raise ValueError(f"{item}:{number}: each line needs a \"source\" string (and an \"id\")")
                 source = entry["source"].encode()

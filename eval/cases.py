@@ -93,7 +93,7 @@ def _load_task(path: Path) -> dict:
     task = _load_yaml(path)
     for key in ("tests", "benchmarks"):
         if not isinstance(task.get(key), list) or not task[key]:
-            raise ConfigError(f"{path.name} needs a non-empty list `{key}`")
+            raise ConfigError(f"{path} needs a non-empty list `{key}`")
     if task.get("ranking_by", DEFAULT_RANKING) not in RANKINGS:
         raise ConfigError(f"{path.name}: ranking_by {task['ranking_by']!r} is not one of {', '.join(RANKINGS)}")
     return task
@@ -184,6 +184,9 @@ def apply_secret_seed(cases: list[Case], secret: int | None) -> list[Case]:
     for case in cases:
         args = dict(case.args)
         args["seed"] = combine_seed(args["seed"], secret)
+        if not -(1 << 63) <= args["seed"] < (1 << 64):  # what torch's generators take
+            raise ConfigError(f"{SECRET_SEED_ENV}={secret} is too large: with case seed {case.args['seed']} it gives "
+                              f"{args['seed']}, past the 64-bit seeds the generators take")
         out.append(Case(args=args, spec=case.spec))  # the spec keeps the public seed, as upstream
     return out
 

@@ -10,7 +10,9 @@ marked incomplete); doctor: 1 when the sandbox is below full on this machine.
 from __future__ import annotations
 
 import functools
+import math
 import os
+import re
 import signal
 import shutil
 import subprocess
@@ -36,15 +38,39 @@ SUB = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def writable_output(ctx, param, value: Path | None) -> Path | None:
-    """-o FILE is checked before anything runs: its folder (made if missing) must be a writable folder."""
+    """-o FILE is checked before anything runs: its folder is made if missing and the file opened for
+    writing once (a new one removed again), so that a path nothing can write fails now, not after the run."""
     if value is None:
         return None
-    folder = Path(os.path.abspath(value)).parent
-    while not folder.exists():
-        folder = folder.parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise click.BadParameter(f"cannot write {value}: {folder} is not a writable folder; choose another path",
+    existed = os.path.lexists(value)
+    try:
+        if os.path.isdir(value):
+            raise IsADirectoryError(21, "is a folder")
+        os.makedirs(os.path.dirname(os.path.abspath(value)), exist_ok=True)
+        with open(value, "a"):
+            pass
+        if not existed:
+            os.unlink(value)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write {value}: {exc.strerror or exc}; choose another path",
                                  ctx=ctx, param=param)
+    return value
+
+
+def case_set_name(ctx, param, value):
+    """--cases names a set: an empty name is a mistake, not the default."""
+    if value is not None and not str(value).strip():
+        raise click.BadParameter("an empty case set name: give tests, benchmarks, tests:I or a set of shapes.yaml",
+                                 ctx=ctx, param=param)
+    return value
+
+
+def seconds(ctx, param, value):
+    """A time limit in seconds: a positive, finite number (nan and inf are not limits)."""
+    if value is None:
+        return None
+    if not math.isfinite(value) or value <= 0:
+        raise click.BadParameter(f"{value} is not a number of seconds above 0", ctx=ctx, param=param)
     return value
 
 
@@ -119,7 +145,7 @@ def handle_config_errors(fn):
 def run_options(default_cases: str):
     def decorate(fn):
         options = [
-            click.option("--cases", "case_set", default=default_cases, show_default=True,
+            click.option("--cases", "case_set", callback=case_set_name, default=default_cases, show_default=True,
                          help="tests | benchmarks (task.yml) or a set from shapes.yaml (stress, sweep, quantized, smoke)."),
             click.option("--dist", default=None,
                          help="Data distribution for every case, one of the problem module's DISTRIBUTIONS; "
@@ -131,7 +157,7 @@ def run_options(default_cases: str):
                          help="Distinct inputs per batched sample (default: the evaluator's, else 50)."),
             click.option("--gap-us", default=500.0, show_default=True,
                          help="GPU idle time after each L2 flush (host head start, as the leaderboard's flush gives)."),
-            click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed."),
+            click.option("--timeout", default=600.0, show_default=True, callback=seconds, help="Seconds per case before the worker is killed."),
             click.option("--format", "fmt", type=click.Choice(report.FORMATS), default="table", show_default=True),
             click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
                          callback=writable_output, help="Also write the formatted report to this file."),
@@ -472,8 +498,8 @@ def ensure_floors(environment, cases: list, options: modes.Options) -> None:
 
 
 @main.command(name="sol")
-@click.option("--cases", "case_set", default="benchmarks", show_default=True)
-@click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed.")
+@click.option("--cases", "case_set", callback=case_set_name, default="benchmarks", show_default=True)
+@click.option("--timeout", default=600.0, show_default=True, callback=seconds, help="Seconds per case before the worker is killed.")
 @output_options(("table", "json"))
 @handle_config_errors
 def sol_command(case_set, timeout, fmt, output):
@@ -509,13 +535,13 @@ def sol_command(case_set, timeout, fmt, output):
 @main.command()
 @click.argument("a", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("b", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--cases", "case_set", default="benchmarks", show_default=True)
+@click.option("--cases", "case_set", callback=case_set_name, default="benchmarks", show_default=True)
 @click.option("--rounds", default=10, show_default=True, help="A/B alternations per case.")
 @click.option("--per-round", default=20, show_default=True, help="Timed runs per submission per round.")
 @click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default=None)
 @click.option("--fail-if-slower", type=float, default=None, metavar="PCT",
               help="Exit 1 when B is slower than A by more than PCT percent, with 95 % confidence.")
-@click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed.")
+@click.option("--timeout", default=600.0, show_default=True, callback=seconds, help="Seconds per case before the worker is killed.")
 @output_options(("table", "json", "markdown", "popcorn"))
 @handle_config_errors
 def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, fmt, output):
@@ -526,6 +552,8 @@ def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, 
 
     if rounds < 1 or per_round < 2:
         fail_usage("--rounds must be >= 1 and --per-round >= 2")
+    if fail_if_slower is not None and not (math.isfinite(fail_if_slower) and fail_if_slower >= 0):
+        fail_usage(f"--fail-if-slower {fail_if_slower}: a percentage of 0 or more")
     try:
         outcome = comparing.compare(a, b, case_files.select_cases(case_set),
                                     make_options(method=method, timeout=timeout), rounds, per_round)
@@ -544,9 +572,9 @@ def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, 
 
 @main.command()
 @click.argument("subs", nargs=-1, type=SUB)
-@click.option("--cases", "case_set", default="benchmarks", show_default=True)
+@click.option("--cases", "case_set", callback=case_set_name, default="benchmarks", show_default=True)
 @click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default=None)
-@click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed.")
+@click.option("--timeout", default=600.0, show_default=True, callback=seconds, help="Seconds per case before the worker is killed.")
 @click.option("--fail-narrow/--allow-narrow", "fail_narrow", default=False, show_default=True,
               help="Narrow-data specialisation: the leaderboard's pass with a warning, or a failure.")
 @output_options(("table", "json", "markdown"))
@@ -575,9 +603,9 @@ def rank(subs, case_set, method, timeout, fail_narrow, fmt, output):
 @main.command()
 @click.argument("candidates", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--mode", type=click.Choice(["test", "benchmark", "leaderboard"]), default="benchmark", show_default=True)
-@click.option("--cases", "case_set", default=None, help="Case set (default: the mode's own).")
-@click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before a worker is killed.")
-@click.option("--limit", default=1800.0, show_default=True, help="Seconds per candidate before its judge is killed.")
+@click.option("--cases", "case_set", callback=case_set_name, default=None, help="Case set (default: the mode's own).")
+@click.option("--timeout", default=600.0, show_default=True, callback=seconds, help="Seconds per case before a worker is killed.")
+@click.option("--limit", default=1800.0, show_default=True, callback=seconds, help="Seconds per candidate before its judge is killed.")
 @click.option("--jobs", type=int, default=None, help="Judges at once (default: one per GPU; 1 without CUDA).")
 @click.option("--fail-narrow/--allow-narrow", "fail_narrow", default=False, show_default=True)
 @click.option("--ray", "ray_address", default=None, metavar="ADDRESS",
@@ -671,7 +699,7 @@ def _batch_runner(ray_address: str | None):
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               callback=writable_output,
               help="Also write the table to this file (markdown: each row as it is decided, the whole table at the end).")
-@click.option("--limit", default=300.0, show_default=True,
+@click.option("--limit", default=300.0, show_default=True, callback=lambda c, p, v: v if v == 0 else seconds(c, p, v),
               help="Seconds per side and solution: a hang costs its own row only (0: the task's own timeouts).")
 @click.option("--jsonl", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Rows as they are decided, one JSON line each; a rerun reuses the rows it holds (resume). "
@@ -682,6 +710,13 @@ def conform(path, timing, only, solutions, add, jobs, fmt, output, limit, jsonl)
     that differs where both ran. The official evaluator runs solutions unsandboxed, as its runner does."""
     from eval import conform as conformance
 
+    for name, pattern in (("--only", only), ("--solutions", solutions)):
+        try:
+            re.compile(pattern or "")
+        except re.error as exc:
+            fail_usage(f"{name} {pattern!r} is not a regular expression: {exc}")
+    if jobs < 1:
+        fail_usage("--jobs must be >= 1")
     if not conformance.find_problems(path):
         fail_usage(f"{path} holds no problem folder (task.yml, task.py, reference.py); "
                    "give a checkout of gpu-mode/reference-kernels or a folder in it")
@@ -707,9 +742,9 @@ def conform(path, timing, only, solutions, add, jobs, fmt, output, limit, jsonl)
 
 @main.command()
 @click.argument("sub", type=SUB)
-@click.option("--cases", "case_set", default="quantized", show_default=True)
-@click.option("--timeout", default=600.0, show_default=True, help="Seconds per case before the worker is killed.")
-@output_options(("table", "json"))
+@click.option("--cases", "case_set", callback=case_set_name, default="quantized", show_default=True)
+@click.option("--timeout", default=600.0, show_default=True, callback=seconds, help="Seconds per case before the worker is killed.")
+@output_options(("table", "json", "markdown"))
 @handle_config_errors
 def accuracy(sub, case_set, timeout, fmt, output):
     """Accuracy on realistic data against the exact product; needs the problem module's accuracy()."""
@@ -718,7 +753,7 @@ def accuracy(sub, case_set, timeout, fmt, output):
     acc.require()
     record = acc.run(sub, case_files.select_cases(case_set), make_options(timeout=timeout))
     save(record)
-    text = report.render(record, "json") if fmt == "json" else acc.render(record)
+    text = report.render(record, "json") if fmt == "json" else acc.render(record, fmt)
     if fmt != "json" and not record.environment.cuda_available:
         text += f"\n[{report.HOST_TIMER}]"
     if fmt != "json" and report.log_line(record):
@@ -730,10 +765,10 @@ def accuracy(sub, case_set, timeout, fmt, output):
 
 @main.command()
 @click.argument("sub", type=SUB)
-@click.option("--cases", "case_set", default="benchmarks", show_default=True)
+@click.option("--cases", "case_set", callback=case_set_name, default="benchmarks", show_default=True)
 @click.option("--runs", default=100, show_default=True, help="Timed runs per configuration and case.")
 @click.option("--write", is_flag=True, help="Put the row found into the submission's TUNED table (this GPU's row).")
-@click.option("--timeout", default=600.0, show_default=True)
+@click.option("--timeout", default=600.0, show_default=True, callback=seconds)
 @handle_config_errors
 def tune(sub, case_set, runs, write, timeout):
     """Time every launch configuration a submission exposes (CONFIGS, run_with); outputs checked.
@@ -804,8 +839,8 @@ def doctor(workers, skip, bisect, jobs, fmt, output):
     unknown = [n for n in names if n not in LAYERS]
     if unknown:
         fail_usage(f"--skip {','.join(unknown)}: not a layer (layers: {', '.join(LAYERS)})")
-    if workers < 0 or jobs < 1:
-        fail_usage("--workers must be >= 0 and --jobs >= 1")
+    if workers < 1 or jobs < 1:
+        fail_usage("--workers and --jobs must be >= 1")
     sys.exit(checks.main(workers=workers, skip=names, bisect=bisect, jobs=jobs, fmt=fmt, output=output))
 
 

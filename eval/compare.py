@@ -54,6 +54,7 @@ class Outcome:
     host_timer: bool = False  # no CUDA: CPU wall times
     load: dict | None = None  # the machine's load average before and after, and its CPU count
     logs: dict = dataclasses.field(default_factory=dict)  # each live side's worker log
+    warning: str | None = None  # the machine was busy (host timer): no verdict is given
 
 
 # a load average above this fraction of the CPUs: the ratio is reported with a warning (other work
@@ -121,7 +122,15 @@ def compare(a: Path, b: Path, cases: list[Case], options: modes.Options, rounds:
         outcome.cases.append(CaseRatio(case.label, statistics.fmean(sa), statistics.fmean(sb), len(sa), len(sb),
                                        ratio, lo, hi, verdict(ratio, lo, hi)))
     outcome.geomean = {"ratio": geo[0], "lo": geo[1], "hi": geo[2], "verdict": verdict(*geo)}
+    outcome.warning = load_note(outcome)
+    if outcome.warning:  # CPU times on a busy machine: the interval does not hold the load's share
+        for c in outcome.cases:
+            c.verdict = INCONCLUSIVE
+        outcome.geomean["verdict"] = INCONCLUSIVE
     return outcome
+
+
+INCONCLUSIVE = "inconclusive (busy machine)"
 
 
 def _collect(sides: list[Side], case: Case, options: modes.Options, rounds: int, per_round: int):
@@ -169,7 +178,7 @@ def _collect(sides: list[Side], case: Case, options: modes.Options, rounds: int,
 
 def slower_beyond(outcome: Outcome, pct: float) -> bool:
     """True when B/A's 95 % interval lies wholly above 1 + pct/100 (geomean)."""
-    return outcome.geomean["lo"] > 1.0 + pct / 100.0
+    return not outcome.warning and outcome.geomean["lo"] > 1.0 + pct / 100.0
 
 
 HOST_TIMER = "HOST TIMER: CPU wall time, not GPU kernel time"

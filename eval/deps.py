@@ -46,7 +46,6 @@ def install_harness() -> None:
     """The harness itself, editable (`pip install -e . --no-deps`): `from eval import api` then works
     from any folder, and `python -m eval` too. Skipped when this checkout is already the one
     installed; a failure is a note (inside the repository everything works without it)."""
-    from importlib import metadata
     from pathlib import Path
 
     import re
@@ -55,13 +54,13 @@ def install_harness() -> None:
     named = re.search(r'^name\s*=\s*"([^"]+)"', (root / "pyproject.toml").read_text(), re.M)
     if not named:
         return
-    try:
-        found = metadata.distribution(named[1])
-        direct = found.read_text("direct_url.json") or ""
-        if root.as_uri() in direct:
-            return
-    except metadata.PackageNotFoundError:
-        pass
+    # already installed from this checkout: `import eval` from another folder finds this one (the
+    # distribution's metadata is no guide: the checkout's own egg-info shadows it from here)
+    probe = subprocess.run([sys.executable, "-c", "import eval; print(eval.__file__)"], cwd="/",
+                           capture_output=True, text=True)
+    if probe.returncode == 0 and probe.stdout.strip() and \
+            Path(probe.stdout.strip()).resolve().is_relative_to(root):
+        return
     command = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--retries", "1", "--timeout", "15",
                "-e", str(root)]
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
@@ -78,6 +77,13 @@ def build_native() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
+    try:
+        from eval.worker import build
+
+        if build.built():
+            return
+    except Exception:  # noqa: BLE001 - the build below says what is wrong
+        pass
     print("building the worker's C++ part (once per machine and version of it)", file=sys.stderr)
     code = subprocess.call([sys.executable, "-c", "from eval.worker import build; build.build()"], cwd=root,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

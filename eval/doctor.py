@@ -185,7 +185,9 @@ def main(workers: int = 16, skip: tuple[str, ...] = (), bisect: bool = False, jo
         if unkept:
             problems.append(f"no level kept: {unkept}")
         say(f"\nGPU as the worker sees it: {best.gpu or 'none'}")
+        gaps = [k for k, v in best.layers.items() if not str(v).startswith(("on", "one", "dropped", "n/a"))]
         say(f"level this machine reaches: {level or 'none with CUDA'}"
+            + (f", incomplete: {', '.join(gaps)} could not be applied here (below)" if level and gaps else "")
             + (f" (kept in {levels.cache_file()})" if level and cuda_expected() else ""))
         for t in tried[:-1]:
             say(f"  tried {t.level}: {_line(t)}")

@@ -123,9 +123,12 @@ def staging(root: Path) -> Staging | None:
         task = yaml.safe_load((root / "task.yml").read_text()) or {}
     except (OSError, yaml.YAMLError):
         return None
-    files = tuple((str(f.get("name", "")), str(f.get("source", ""))) for f in task.get("files") or []
+    if not isinstance(task, dict):  # cases.load_task names what is wrong with it
+        return None
+    config = task.get("config") if isinstance(task.get("config"), dict) else {}
+    files = tuple((str(f.get("name", "")), str(f.get("source", ""))) for f in (task.get("files") if isinstance(task.get("files"), list) else [])
                   if isinstance(f, dict))
-    return Staging(str((task.get("config") or {}).get("main") or "eval.py"), files)
+    return Staging(str(config.get("main") or "eval.py"), files)
 
 
 def own_evaluator(root: Path) -> Path | None:

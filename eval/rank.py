@@ -95,6 +95,14 @@ def _log(record) -> str:
     return f" ({line})" if line else ""
 
 
+HOST_TIMER = "HOST TIMER: CPU wall time, not GPU kernel time"
+
+
+def _host(gpu: str | None) -> bool:
+    """Standings timed with the host clock (no CUDA): every output says so."""
+    return "no CUDA" in (gpu or "")
+
+
 def _cell(case: CaseResult) -> str:
     x = case.sol.x_floor if case.sol else None
     return f"{case.stats.mean / 1e3:.2f}" + (f" ({x:.2f}×)" if x else "")
@@ -109,7 +117,7 @@ def as_json(outcome: Ranking) -> str:
         return {"rank": place, "name": r.name, "path": r.path, "gpu": r.gpu, "geomean_ns": r.geomean_ns,
                 "speedup": r.speedup, "reason": r.reason, "incomplete": r.incomplete,
                 "cases": [{"case": c.label, "passed": c.passed, "mean_ns": c.stats.mean if c.stats else None}
-                          for c in r.cases]}
+                          for c in r.cases], **({"host_timer": HOST_TIMER} if _host(r.gpu) else {})}
 
     return json.dumps([row(r, i) for i, r in enumerate(outcome.ranked, 1)] + [row(r, None) for r in outcome.failed],
                       indent=1)
@@ -117,7 +125,8 @@ def as_json(outcome: Ranking) -> str:
 
 def markdown(ranked: list[Row], failed: list[Row], labels: list, gpu: str) -> str:
     head = ["#", "submission", *[f"{l} µs (× floor)" for l in labels], "geomean µs", f"speed-up vs {BASELINE}"]
-    lines = [f"Local leaderboard on {for_markdown(gpu)}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [f"Local leaderboard on {for_markdown(gpu)}", *([f"[{HOST_TIMER}]"] if _host(gpu) else []), "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, r in enumerate(ranked, 1):
         speed = f"{r.speedup:.1f}×" if r.speedup else "—"
         lines.append("| " + " | ".join([str(i), for_markdown(r.name), *[_cell(c) for c in r.cases], f"{r.geomean_ns / 1e3:.2f}",
@@ -148,7 +157,8 @@ def chart_png(ranked: list[Row], labels: list, path: Path) -> Path | None:
                       label="memory floor" if i == 0 else None)
     ax.set_xticks(range(len(labels)), labels)
     ax.set_yscale("log")
-    ax.set_ylabel("mean time per call (µs, log)")
+    host = _host(ranked[0].gpu)
+    ax.set_ylabel("mean time per call (µs, log)" + ("\nHOST TIMER: CPU wall time" if host else ""))
     ax.set_title(f"{problem_folder.current().name}: local leaderboard")
     ax.legend(fontsize=8)
     fig.tight_layout()

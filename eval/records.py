@@ -127,7 +127,10 @@ class RunRecord:
     cannot_run: str | None = None  # not judged: what this machine lacks ("helion (pip install helion)", "a CUDA GPU"; eval/needs.py)
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        if self.environment and not self.environment.cuda_available and self.cases:  # as every other output
+            d["host_timer"] = "HOST TIMER: CPU wall time, not GPU kernel time"
+        return d
 
     @classmethod
     def from_json(cls, d: dict) -> "RunRecord":

@@ -40,6 +40,11 @@ def host_timer(record: RunRecord) -> bool:
     return not record.environment.cuda_available
 
 
+def gb_s(record: RunRecord, sol) -> str:
+    """Bytes moved per second of a GPU time; none for a host-clock time (not the GPU's bandwidth)."""
+    return f"{sol.gb_s:.0f}" if sol and not host_timer(record) else "—"
+
+
 def log_line(record: RunRecord) -> str | None:
     """Where the worker's log is (its stderr, a traceback), for a record that failed."""
     from pathlib import Path
@@ -49,6 +54,10 @@ def log_line(record: RunRecord) -> str | None:
     from eval.results import shown
 
     return f"log: {shown(record.log)}"
+
+
+def _layer_on(value) -> bool:
+    return str(value).startswith(("on", "one", "dropped", "n/a"))
 
 
 def timer_note(record: RunRecord) -> str:
@@ -61,7 +70,9 @@ def timer_note(record: RunRecord) -> str:
     if record.import_s is not None:
         note += f"; import (builds included): {record.import_s:.1f} s"
     if env.sandbox:
-        note += f"; sandbox: {str(env.sandbox.get('sandbox level', 'off') if not env.sandbox.get('sandbox') else 'off').split(' ')[0].rstrip(':')}"
+        level = str(env.sandbox.get('sandbox level', 'off') if not env.sandbox.get('sandbox') else 'off').split(' ')[0].rstrip(':')
+        gaps = [k for k, v in env.sandbox.items() if k != "sandbox level" and not _layer_on(v)]
+        note += f"; sandbox: {level}" + (f", incomplete ({', '.join(gaps)}: see the warning)" if gaps else "")
     if env.timer and not env.cuda_available:
         note += f"\n[{HOST_TIMER}]"  # a line of its own: never cut by a narrow terminal's wrap
     return note
@@ -82,9 +93,9 @@ def notes(record: RunRecord) -> list[str]:
     if level != "full":  # never silently below full (eval/judge/levels.py)
         lines.append(f"SANDBOX BELOW FULL: {one_line(level)}")
     missing = [f"{one_line(k)}: {one_line(v)}" for k, v in record.environment.sandbox.items()
-               if k != "sandbox level" and not str(v).startswith(("on", "one", "dropped", "n/a"))]
-    if missing:
-        lines.append("warning: worker sandbox incomplete (" + "; ".join(missing) + ")")
+               if k != "sandbox level" and not _layer_on(v)]
+    if missing:  # the level's layers were asked for; this machine could not apply these (python -m eval doctor)
+        lines.append(f"warning: worker sandbox incomplete at level {one_line(level)} (" + "; ".join(missing) + ")")
     lines += [f"warning: {one_line(finding)}" for finding in record.static]
     for case in record.cases:
         lines += [f"warning {case.label}: {one_line(w)}" for w in case.warnings]
@@ -203,7 +214,7 @@ def benchmark_table(record: RunRecord, title: str) -> Table:
         s, sol = case.stats, case.sol
         row = [
             for_rich(case.label), f"{s.mean / 1e3:.2f} ± {s.err / 1e3:.2f}", _us(s.median), _us(s.best), _us(s.worst), str(s.runs),
-            *([f"{sol.gb_s:.0f}" if sol else "—",
+            *([gb_s(record, sol),
                f"{sol.pct_datasheet:.1f}" if sol and sol.pct_datasheet is not None else "—",
                f"{sol.x_floor:.2f}" if sol and sol.x_floor is not None else "—"] if memory else []),
             f"{case.host_us:.1f}" if case.host_us is not None else "—",
@@ -233,7 +244,6 @@ def markdown(record: RunRecord) -> str:
         lines += [""] * bool(notes(record)) + [for_markdown(line) for line in notes(record)]  # not a table row
         return "\n".join(lines)
     lines += ["| case | mean ± err µs | best µs | GB/s | % SOL | × floor |", "|---|---|---|---|---|---|"]
-    nan = float("nan")
     for c in record.cases:
         if not c.passed:
             lines.append(f"| {for_markdown(c.label)} | FAIL: {for_markdown(c.error)} | | | | |")
@@ -241,8 +251,8 @@ def markdown(record: RunRecord) -> str:
         s, sol = c.stats, c.sol
         lines.append(
             f"| {for_markdown(c.label)} | {s.mean / 1e3:.2f} ± {s.err / 1e3:.2f} | {_us(s.best)} | "
-            f"{sol.gb_s if sol else 0:.0f} | {sol.pct_datasheet if sol and sol.pct_datasheet is not None else nan:.1f} | "
-            f"{sol.x_floor if sol and sol.x_floor is not None else nan:.2f} |"
+            f"{gb_s(record, sol)} | {f'{sol.pct_datasheet:.1f}' if sol and sol.pct_datasheet is not None else '—'} | "
+            f"{f'{sol.x_floor:.2f}' if sol and sol.x_floor is not None else '—'} |"
         )
     lines.append(f"\n{score_label()}: {_us(record.geomean_ns)} µs")
     lines += [for_markdown(line) for line in notes(record)]

@@ -116,8 +116,21 @@ def record_stem(mode: str, submission: str) -> str:
 
 
 def save_record(record) -> Path:
-    """Write a RunRecord as a new result file under RESULTS_DIR."""
-    return write_new(record.to_json(), record_stem(record.mode, record.submission or "none"))
+    """Write a RunRecord as a new result file under RESULTS_DIR. A failed record whose worker log is
+    empty (the worker raised nothing: the judge found the fault) gets the reasons written there, so
+    that the log the report names says something."""
+    path = write_new(record.to_json(), record_stem(record.mode, record.submission or "none"))
+    log = Path(record.log) if getattr(record, "log", None) else None
+    if not record.passed and log is not None and log.is_file() and not log.stat().st_size:
+        reasons = [record.error] if record.error else []
+        reasons += [f"{c.label}: {c.error}" for c in record.cases if getattr(c, "error", None)]
+        try:
+            with open(log, "a") as out:
+                out.write("the worker wrote nothing: the judge found these faults (its own checks of the outputs)\n"
+                          + "".join(f"  {line}\n" for line in reasons[:50]))
+        except OSError:
+            pass
+    return path
 
 
 def load_record(path: Path):

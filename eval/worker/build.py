@@ -55,6 +55,12 @@ def module_name() -> str:
     return f"eval_worker_native_{digest}"
 
 
+def built() -> bool:
+    """Whether this version's shared library is already built here (no compiler started)."""
+    name = module_name()
+    return (owned_root() / "native" / name / f"{name}.so").is_file()
+
+
 def build(verbose: bool = False) -> Path:
     """Compile if needed; return the path of the shared library."""
     name = module_name()
