@@ -196,10 +196,9 @@ def check_trial(runner: Runner, result: CaseResult, options: Options, config=Non
     payload = {"args": result.args, "params": params}
     if config is not None:
         payload["config"] = config
-    reply = runner.call("trial", payload)
+    reply, inputs = _trial_inputs(runner, payload, result.args, steps)
     for i, (step, done) in enumerate(zip(steps, reply.header.get("steps", []))):
-        data = verdict.apply_canary(verdict.generate(result.args, step["seed"], step["overrides"]), step["canary"],
-                                    done["canary"])
+        data = verdict.apply_canary(inputs[i], step["canary"], done["canary"])
         reason = verdict.judge_output(data, done["out"], reply.blob, done.get("synced"))
         if reason is None and i == 0:
             reason = _modified_input(data, done.get("hashes", {}), result.args)
@@ -217,6 +216,24 @@ def check_trial(runner: Runner, result: CaseResult, options: Options, config=Non
         return
     if len(reply.header.get("steps", [])) < len(steps) and result.passed:
         result.fail("the worker stopped the checks early")
+
+
+def _trial_inputs(runner: Runner, payload: dict, args: dict, steps: list[dict]) -> tuple:
+    """The trial's reply and the judge's copy of each step's input. The copies
+    are made while the worker runs the trial (for a large input, its generation is much of a case's
+    time): in one thread, one step after another, all made before anything else here runs again, since
+    a generate_input may draw from torch's global RNG (seeded per call), which nothing else uses
+    meanwhile: this thread only waits on the worker."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-inputs")
+    try:
+        pending = [pool.submit(verdict.generate, args, step["seed"], step["overrides"]) for step in steps]
+        reply = runner.call("trial", payload)
+        made = [future.result() for future in pending]  # every one before a check runs (the RNG)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return reply, made
 
 
 def _modified_input(data, hashes: dict, args: dict) -> str | None:
