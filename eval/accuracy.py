@@ -44,40 +44,39 @@ def run(submission, cases: list[Case], options: modes.Options) -> RunRecord:
     return modes.run_each_case("accuracy", submission, cases, options, measure_case)
 
 
-def render(record: RunRecord, fmt: str = "table") -> str:
-    if fmt == "markdown":
-        return markdown(record)
-    if record.error:
-        return f"accuracy: FAIL: {record.error}"
-    note = problem_folder.current().hook("ACCURACY_NOTE", "vs fp32 = against the exact product")
-    lines = [f"accuracy of {record.submission} ({record.environment.gpu}) {note}",
-             f"{'case':<22} {'rel err':>9} {'pearson':>9} {'max abs':>9} {'quant. rel':>10}  reference check"]
+def _rows(record: RunRecord) -> list[tuple[str, list[str] | None, str]]:
+    """Per case: its label, its four numbers as text (None: not measured) and its check (or error)."""
+    rows = []
     for c in record.cases:
         if not c.accuracy:
-            lines.append(f"{c.label:<22} FAIL: {c.error}")
+            rows.append((c.label, None, f"FAIL: {c.error or ''}"))
             continue
         v, q, check = c.accuracy["vs_fp32"], c.accuracy["reference_vs_fp32"], c.accuracy["exact_check"]
-        status = "pass" if check["passed"] else f"FAIL {check['message'][:80]}"
-        lines.append(f"{c.label:<22} {v['rel_err']:9.4f} {v['pearson']:9.5f} {v['max_abs_err']:9.3f} "
-                     f"{q['rel_err']:10.4f}  {status}")
-    return "\n".join(lines)
+        rows.append((c.label, [f"{v['rel_err']:.4f}", f"{v['pearson']:.5f}", f"{v['max_abs_err']:.3f}", f"{q['rel_err']:.4f}"],
+                     "pass" if check["passed"] else f"FAIL {check['message'][:80]}"))
+    return rows
 
 
-def markdown(record: RunRecord) -> str:
-    """The same table as render's, in markdown."""
+def render(record: RunRecord, fmt: str = "table") -> str:
+    """The table (or markdown): each case's error against the exact product, and the reference's check."""
     from eval.judge.text import for_markdown
 
+    md = fmt == "markdown"
+    text = for_markdown if md else str
     if record.error:
-        return f"accuracy: FAIL: {for_markdown(record.error)}"
+        return f"accuracy: FAIL: {text(record.error)}"
     note = problem_folder.current().hook("ACCURACY_NOTE", "vs fp32 = against the exact product")
-    lines = [f"accuracy of {for_markdown(str(record.submission))} ({for_markdown(record.environment.gpu)}) {note}", "",
-             "| case | rel err | pearson | max abs | quant. rel | reference check |", "|---|---|---|---|---|---|"]
-    for c in record.cases:
-        if not c.accuracy:
-            lines.append(f"| {for_markdown(c.label)} | FAIL: {for_markdown(c.error or '')} | | | | |")
+    head = f"accuracy of {text(str(record.submission))} ({text(record.environment.gpu)}) {note}"
+    if md:
+        lines = [head, "", "| case | rel err | pearson | max abs | quant. rel | reference check |", "|---|---|---|---|---|---|"]
+        for label, numbers, check in _rows(record):
+            cells = numbers or [text(check), "", "", ""]
+            lines.append(f"| {text(label)} | " + " | ".join(cells) + f" | {'' if numbers is None else text(check)} |")
+        return "\n".join(lines)
+    lines = [head, f"{'case':<22} {'rel err':>9} {'pearson':>9} {'max abs':>9} {'quant. rel':>10}  reference check"]
+    for label, numbers, check in _rows(record):
+        if numbers is None:
+            lines.append(f"{label:<22} {check}")
             continue
-        v, q, check = c.accuracy["vs_fp32"], c.accuracy["reference_vs_fp32"], c.accuracy["exact_check"]
-        status = "pass" if check["passed"] else f"FAIL {for_markdown(check['message'][:80])}"
-        lines.append(f"| {for_markdown(c.label)} | {v['rel_err']:.4f} | {v['pearson']:.5f} | {v['max_abs_err']:.3f} | "
-                     f"{q['rel_err']:.4f} | {status} |")
+        lines.append(f"{label:<22} {numbers[0]:>9} {numbers[1]:>9} {numbers[2]:>9} {numbers[3]:>10}  {check}")
     return "\n".join(lines)
