@@ -56,15 +56,7 @@ def collect(inputs: list[Path], sources_dir: Path) -> list[Candidate]:
             paths = sorted(item.glob("*.py"))
         elif item.suffix == ".jsonl":
             paths = []
-            for number, line in enumerate(item.read_text().splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    entry = json.loads(line)
-                except ValueError as exc:
-                    raise ValueError(f"{item}:{number}: not a JSON line ({exc})") from None
-                if not isinstance(entry, dict) or not isinstance(entry.get("source"), str):
-                    raise ValueError(f"{item}:{number}: each line needs a \"source\" string (and an \"id\")")
+            for entry in _entries(item):  # every line checked before any source is stored
                 source = entry["source"].encode()
                 path = _store_source(sources_dir, source)
                 cid = str(entry.get("id") or path.stem)
@@ -75,6 +67,22 @@ def collect(inputs: list[Path], sources_dir: Path) -> list[Candidate]:
         for path in paths:
             found.setdefault(str(path), Candidate(str(path), path.resolve(), _sha(path.read_bytes())))
     return list(found.values())
+
+
+def _entries(jsonl: Path) -> list[dict]:
+    """The {"id", "source"} lines of a JSONL of candidates; ValueError naming file:line for a bad one."""
+    entries = []
+    for number, line in enumerate(jsonl.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{jsonl}:{number}: not a JSON line ({exc})") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("source"), str):
+            raise ValueError(f"{jsonl}:{number}: each line needs a \"source\" string (and an \"id\")")
+        entries.append(entry)
+    return entries
 
 
 def _store_source(sources_dir: Path, source: bytes) -> Path:
@@ -256,14 +264,22 @@ def build_jobs() -> int:
     return max(1, min(8, (os.cpu_count() or 1) // 4))
 
 
-def prebuild_one(candidate: Candidate, emulate: bool, limit: float) -> dict:
+def builds_ahead(mode: str, jobs: int | None = None) -> bool:
+    """Whether builders run beside the slots: not on a host without CUDA in a timed mode (the cores
+    are what it times), nor where EVAL_BATCH_BUILDS is 0."""
+    if build_jobs() == 0:
+        return False
+    return not (mode in TIMED_MODES and all(d is None for d in slots(jobs, mode)))
+
+
+def prebuild_one(candidate: Candidate, emulate: bool, limit: float, import_timeout: float | None = None) -> dict:
     """The candidate's builds, made in a worker that sees no GPU and kept in the build cache under its
     source's key (eval/judge/worker_start.py prebuild), so that its judge's worker finds them and holds
     its GPU slot only for the import, the tests and the timing. Best effort: a failure here is said in
     the line and the judge builds (and fails, or not) as always."""
     from eval.judge import worker_start
 
-    built = worker_start.prebuild(candidate.path, emulate, limit)
+    built = worker_start.prebuild(candidate.path, emulate, limit, import_timeout=import_timeout)
     return {"ok": built.ok, "seconds": round(built.seconds, 2), **({"reason": built.reason[:200]} if built.reason else {})}
 
 
@@ -284,10 +300,10 @@ def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jo
     key = options_key(mode, args)
     todo = pending(candidates, key, jsonl)
     devices = slots(jobs, mode)
-    # on a host without CUDA the cores are what a timed mode times: nothing is built beside it
-    builders = build_jobs() if todo and not (mode in TIMED_MODES and all(d is None for d in devices)) else 0
+    builders = build_jobs() if todo and builds_ahead(mode, jobs) else 0
     emulate = "--emulate-blackwell" in args
-    build_limit = min(limit, _import_bound(args))
+    # bounded as its judge's import would be: --timeout, extended while compilers run up to the build limit
+    build_limit, import_bound = min(limit, worker_start.DEFAULT_LOAD_TIMEOUT_S), _import_bound(args)
     unstarted = collections.deque(todo)  # neither being built nor judged yet
     built: queue.Queue = queue.Queue()  # (candidate, its prebuild), in the order builds end
     state = threading.Condition()
@@ -302,7 +318,7 @@ def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jo
                     return
                 candidate = unstarted.popleft()
             try:
-                done = prebuild_one(candidate, emulate, build_limit)
+                done = prebuild_one(candidate, emulate, build_limit, import_bound)
             except Exception as exc:  # noqa: BLE001 - the judge builds as always
                 done = {"ok": False, "seconds": None, "reason": f"{type(exc).__name__}: {exc}"[:200]}
             with state:
@@ -359,7 +375,8 @@ def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jo
 
 
 def _import_bound(args: list[str]) -> float:
-    """A build ahead gives up where the judge's own import would (its --timeout), at most the build limit."""
+    """The judge's own bound on an import without compilers running (its --timeout), at most the build
+    limit. A build ahead is bounded the same way: past it, only while compilers keep busy."""
     from eval.judge.worker_start import DEFAULT_LOAD_TIMEOUT_S
 
     if "--timeout" in args[:-1]:

@@ -99,6 +99,21 @@ def connect(ray, address: str, jobs: int | None) -> None:
     ray.init(address=address, runtime_env=runtime_env, **{k: v for k, v in quiet.items() if k != "include_dashboard"})
 
 
+def answers(address: str, within_s: float = 5.0) -> None:
+    """ConnectionError (one line) when nothing listens where the cluster should be: ray.init would
+    retry for minutes, printing warnings, before it gave up. `auto` is RAY_ADDRESS where that is set;
+    `local` and an address Ray resolves itself are left to Ray."""
+    target = os.environ.get("RAY_ADDRESS", "") if address == "auto" else address
+    host, _, port = target.split("://", 1)[-1].rpartition(":")
+    if address == "local" or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=within_s).close()
+    except OSError as exc:
+        raise ConnectionError(f"cannot reach a Ray cluster at {target}: nothing answers there ({exc.strerror or exc}); "
+                              f"start one with `ray start --head` or name another with --ray") from None
+
+
 def actor_options(ray, jobs: int | None, mode: str = "test") -> tuple[int, dict]:
     """How many actors and what each holds: a GPU each, else one CPU each (`jobs` of them for
     `test`, one for the timed modes: batch.cpu_jobs)."""
@@ -125,12 +140,13 @@ def run(candidates: list[batch.Candidate], mode: str, args: list[str], jsonl: Pa
         jobs: int | None = None, limit: float = 1800.0, progress=None) -> list[dict]:
     """Judge every candidate not yet in jsonl on the cluster at `address`; returns this run's lines
     (in finishing order). ConnectionError (one line) when the cluster cannot be reached."""
-    import ray
-
     key = batch.options_key(mode, args)
     todo = collections.deque(batch.pending(candidates, key, jsonl))
     if not todo:
         return []
+    answers(address)
+    import ray
+
     try:
         connect(ray, address, jobs)
     except (ConnectionError, RuntimeError, ValueError) as exc:

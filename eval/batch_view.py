@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 
 import click
 
@@ -26,10 +27,11 @@ def line_text(line: dict) -> str:
 def progress(total: int):
     """Yields the callback a batch calls with each finished line."""
     if total and sys.stdout.isatty():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
 
         columns = (TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[passed]} passed"),
-                   TimeElapsedColumn())
+                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
         with Progress(*columns) as bar:
             task = bar.add_task("judging", total=total, passed=0)
             passed = [0]
@@ -40,7 +42,19 @@ def progress(total: int):
                 bar.update(task, advance=1, passed=passed[0])
             yield tick
     else:
-        yield lambda line: click.echo(line_text(line), err=True)
+        started, done = time.monotonic(), [0]
+
+        def plain(line: dict) -> None:
+            done[0] += 1
+            click.echo(f"[{done[0]}/{total}, {eta(time.monotonic() - started, done[0], total)}]{line_text(line)}", err=True)
+        yield plain
+
+
+def eta(elapsed: float, done: int, total: int) -> str:
+    """What is left at the pace so far (the slots' candidates finishing at their mean rate)."""
+    if done >= total:
+        return f"done in {elapsed:.0f} s"
+    return f"ETA {elapsed / done * (total - done):.0f} s" if done else "ETA ?"
 
 
 def standings(board: list[dict]) -> str:

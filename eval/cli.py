@@ -46,7 +46,11 @@ def writable_output(ctx, param, value: Path | None) -> Path | None:
     try:
         if os.path.isdir(value):
             raise IsADirectoryError(21, "is a folder")
-        os.makedirs(os.path.dirname(os.path.abspath(value)), exist_ok=True)
+        folder = os.path.dirname(os.path.abspath(value))
+        blocking = next((p for p in _ancestors(folder) if os.path.lexists(p) and not os.path.isdir(p)), None)
+        if blocking:  # makedirs would say "File exists"
+            raise NotADirectoryError(20, f"{blocking} is not a folder")
+        os.makedirs(folder, exist_ok=True)
         with open(value, "a"):
             pass
         if not existed:
@@ -55,6 +59,15 @@ def writable_output(ctx, param, value: Path | None) -> Path | None:
         raise click.BadParameter(f"cannot write {value}: {exc.strerror or exc}; choose another path",
                                  ctx=ctx, param=param)
     return value
+
+
+def _ancestors(folder: str) -> list[str]:
+    """folder and each folder above it, from the root down."""
+    parts, path = [], folder
+    while path and path not in parts:
+        parts.append(path)
+        path = os.path.dirname(path)
+    return parts[::-1]
 
 
 def case_set_name(ctx, param, value):
@@ -126,8 +139,8 @@ def cli(argv: list[str] | None = None) -> None:
         fail_usage(exc.format_message())
     except ConfigError as exc:
         fail_usage(str(exc))
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo("interrupted", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):  # a run that measured something has written its record
+        click.echo("interrupted before a record was written (nothing measured yet)", err=True)
         sys.exit(130)
     sys.exit(0)
 
@@ -572,7 +585,8 @@ def compare(a, b, case_set, rounds, per_round, method, fail_if_slower, timeout, 
 
 @main.command()
 @click.argument("subs", nargs=-1, type=SUB)
-@click.option("--cases", "case_set", callback=case_set_name, default="benchmarks", show_default=True)
+@click.option("--cases", "case_set", callback=case_set_name, default=None,
+              help="Case set (default: benchmarks; without CUDA a reduced `cpu` set, as `make eval`).")
 @click.option("--timing", "method", type=click.Choice(["per-call", "batched"]), default=None)
 @click.option("--timeout", default=600.0, show_default=True, callback=seconds, help="Seconds per case before the worker is killed.")
 @click.option("--fail-narrow/--allow-narrow", "fail_narrow", default=False, show_default=True,
@@ -586,6 +600,12 @@ def rank(subs, case_set, method, timeout, fail_narrow, fmt, output):
 
     subs = list(subs) or all_submissions()
     options = make_options(method=method, timeout=timeout, fail_narrow=fail_narrow)
+    if case_set is None and not _cuda():  # the leaderboard's budget on a CPU: tens of minutes a submission
+        case_set = _cpu_set()
+        options.budget, options.host_cost, options.wall_cap_s = CPU_BUDGET, False, CPU_WALL_CAP_S
+        click.echo(f"no CUDA GPU: CPU host-timer numbers on a reduced benchmark (--cases {case_set}, at most "
+                   f"{CPU_BUDGET['case'][0]} timed runs per case; --cases benchmarks for the leaderboard's)", err=True)
+    case_set = case_set or "benchmarks"
     ensure_floors(modes.describe_environment(), case_files.select_cases(case_set), options)
     outcome = ranking.rank(subs, case_files.select_cases("tests"), case_files.select_cases(case_set), options)
     if fmt == "json":
@@ -651,10 +671,19 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_add
     wall = time.monotonic() - started
     share = batching.busy_share(lines or [], wall, len(batching.slots(jobs, mode)))
     if share is not None and ray_address is None:
-        click.echo(f"slots busy: {share:.0%} of {wall:.0f} s "
-                   f"({'GPU' if _cuda() else 'CPU'} slots held by a judge; builds ran ahead on the CPU cores)")
+        ahead = "builds ran ahead on the CPU cores" if batching.builds_ahead(mode, jobs) else \
+            "no builds ahead: on a CPU the cores are what is timed"
+        click.echo(f"slots busy: {share:.0%} of {wall:.0f} s ({'GPU' if _cuda() else 'CPU'} slots held by a judge; {ahead})")
     board = [e for e in batching.standings(output, key) if e["sha256"] in {c.sha256 for c in found}]
     click.echo(batch_view.standings(board))
+    if mode != "test" and not _cuda() and ray_address is None:
+        from eval import compare as comparing
+
+        load, cpus = comparing.machine_load(), os.cpu_count() or 1
+        if load is not None and load > comparing.BUSY_LOAD_PER_CPU * cpus:
+            click.echo(f"warning: the machine was busy (load average {load:.1f} on {cpus} CPUs): host-timer times "
+                       "of candidates judged at different moments are not comparable; `compare A B` interleaves two")
+        click.echo(f"[{report.HOST_TIMER}]")
     click.echo(f"{sum(e['passed'] for e in board)} of {len(board)} passed; verdicts: {output}")
     sys.exit(0 if board and all(e["passed"] for e in board) else EXIT_FAIL)
 

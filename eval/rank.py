@@ -3,6 +3,7 @@ markdown copy and a PNG chart (per case, each submission's time against the floo
 from __future__ import annotations
 
 import dataclasses
+import io
 from pathlib import Path
 
 from eval import problem_folder, progress, results, sol
@@ -41,7 +42,12 @@ def rank(subs: list[Path], tests: list[Case], benches: list[Case], options: mode
     with progress.steps(len(subs), "rank") as step:
         for sub in subs:
             step(Path(sub).name)
-            row = _evaluate(Path(sub), tests, benches, options)
+            try:
+                row = _evaluate(Path(sub), tests, benches, options)
+            except KeyboardInterrupt:  # between its judged parts (its worker's start): rank what was judged
+                row = Row(name=Path(sub).stem, path=str(sub), reason="not judged: interrupted (Ctrl-C)",
+                          incomplete=f"interrupted (Ctrl-C) while judging {Path(sub).name}")
+                row.gpu = rows[0].gpu if rows else "?"
             rows.append(row)
             if row.incomplete:  # Ctrl-C or SIGTERM: rank what was judged, say so
                 stopped = row.incomplete
@@ -73,7 +79,7 @@ def _evaluate(sub: Path, tests: list[Case], benches: list[Case], options: modes.
     row.gpu = tested.environment.gpu
     row.incomplete = tested.incomplete
     if not tested.passed:
-        row.reason = f"test failed: {_first_failure(tested)}" + _log(tested)
+        row.reason = (one_line(tested.error) if tested.cannot_run else f"test failed: {_first_failure(tested)}") + _log(tested)
         return row
     record = modes.run_benchmarks(sub, benches, options)
     row.incomplete = record.incomplete
@@ -162,7 +168,7 @@ def chart_png(ranked: list[Row], labels: list, path: Path) -> Path | None:
     ax.set_title(f"{problem_folder.current().name}: local leaderboard")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    image = io.BytesIO()
+    fig.savefig(image, format="png", dpi=110)
     plt.close(fig)
-    return path
+    return results.write_text_new(image.getvalue(), path)  # the mode every result file gets

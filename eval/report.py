@@ -109,13 +109,14 @@ def popcorn(record: RunRecord) -> str:
     timer = [f"# {HOST_TIMER}"] if host_timer(record) else []  # before the check line, as the counts come first
     if record.error:  # the submission did not load: every case asked for fails with that reason
         kind = "test" if record.mode == "test" else "benchmark"
+        status = "cannot run here" if record.cannot_run else "fail"  # no failing verdict (as the table says)
         lines.append(f"{kind}-count: {len(record.specs)}")
         for i, spec in enumerate(record.specs):
-            lines += [f"{kind}.{i}.spec: {spec}", f"{kind}.{i}.status: fail", f"{kind}.{i}.error: {one_line(record.error)}"]
+            lines += [f"{kind}.{i}.spec: {spec}", f"{kind}.{i}.status: {status}", f"{kind}.{i}.error: {one_line(record.error)}"]
         lines.append(f"error: {one_line(record.error)}")
         if log_line(record):
             lines.append(f"# {log_line(record)}")
-        return "\n".join([*lines, *timer, "check: fail"])
+        return "\n".join([*lines, *timer, f"check: {status}"])
     if record.mode == "test":
         lines.append(f"test-count: {len(record.cases)}")
         for i, case in enumerate(record.cases):
@@ -172,7 +173,8 @@ def table(record: RunRecord) -> str:
     else:
         console.print(benchmark_table(record, title))
         label = score_label()
-        console.print(f"{label}: {_us(record.geomean_ns)} µs" if record.geomean_ns else f"{label}: — (not every case passed)")
+        console.print(f"{label}: {_us(record.geomean_ns)} µs" if record.geomean_ns else
+                      f"{label}: — ({'not every case was measured' if record.incomplete else 'not every case passed'})")
     for line in notes(record):
         console.print(line, markup=False)
     console.print(timer_note(record), markup=False)

@@ -51,10 +51,11 @@ def git_commit() -> str | None:
 
 
 def shown(path) -> str:
-    """A path as a report shows it: relative to the repository when inside it."""
-    path = Path(path)
+    """A path as a report shows it: relative to the current folder when inside it, else absolute
+    (a path one can open from where the command ran)."""
+    path = Path(path).resolve()
     try:
-        return str(path.resolve().relative_to(ROOT))
+        return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
 

@@ -131,3 +131,44 @@ def test_a_build_only_worker_answers_as_the_judges_gpu(tmp_path, monkeypatch):
     monkeypatch.setattr(build_cache, "gpu_arch", lambda: (9, 0))  # the judge's GPU: an H100
     built = worker_start.prebuild(sub, False, 120.0, tmp_path / "h100.log")
     assert built.ok, built.reason + (tmp_path / "h100.log").read_text()[-2000:]
+
+
+def test_a_build_ahead_is_bounded_as_its_judges_import(tmp_path, monkeypatch):
+    """#39 (found on a 2xH200: every v5 variant's build ahead gave up at --timeout 20 s, a build takes
+    35 s, and each judge built its own in the GPU slot): a build ahead gets the judge's own bounds, the
+    import's --timeout extended while compilers run, up to the build limit."""
+    from eval import batch as batch_module, kept_judge
+    from eval.judge import worker_start
+
+    bounds = []
+    monkeypatch.setattr(worker_start, "prebuild", lambda path, emulate, timeout, log_path=None, import_timeout=None:
+                        bounds.append((timeout, import_timeout)) or worker_start.Prebuilt(True, 0.1))
+    monkeypatch.setattr(kept_judge, "enabled", lambda: False)
+    monkeypatch.setattr(batch_module, "judge_one", lambda candidate, *a, **k: {"id": candidate.id, "passed": True, "seconds": 0.0})
+    monkeypatch.setenv(batch_module.BUILDS_ENV, "1")
+    sub = tmp_path / "a.py"
+    sub.write_text("def custom_kernel(data):\n    return None\n")
+    found = batch_module.collect([sub], tmp_path / "sources")
+    lines = batch_module.run(found, "test", ["--timeout", "20"], tmp_path / "v.jsonl", 1, limit=1800.0)
+    assert len(lines) == 1 and lines[0].get("prebuild", {}).get("ok")
+    assert bounds == [(worker_start.DEFAULT_LOAD_TIMEOUT_S, 20.0)]  # not 20 s for the whole build
+
+
+def test_a_timed_batch_on_a_cpu_says_its_times_are_host_timer_ones(tmp_path):
+    """A new user's trial: `batch --mode benchmark` on a CPU printed standings in µs with no word that
+    they are CPU wall times, and said builds ran ahead where none do (the cores are what is timed)."""
+    import pytest
+
+    from tests.conftest import HAS_CUDA
+
+    if HAS_CUDA:
+        pytest.skip("CPU host only")
+    env = {**os.environ, "EVAL_RESULTS_DIR": str(tmp_path / "results")}
+    env.pop(problem_folder.DIR_ENV, None)
+    done = subprocess.run([sys.executable, "-m", "eval", "batch", str(ROOT / "submission" / "torch_ref.py"), "--mode",
+                           "benchmark", "--cases", "smoke", "-o", str(tmp_path / "v.jsonl")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "[HOST TIMER: CPU wall time, not GPU kernel time]" in done.stdout
+    assert "no builds ahead" in done.stdout and "builds ran ahead" not in done.stdout
+    assert "[1/1, done in" in done.stderr  # the progress line: count and ETA

@@ -194,3 +194,18 @@ def test_under_emulation_a_feature_it_does_not_cover_is_cannot_run(tmp_path, err
     if cannot_run:
         assert record.error.startswith("cannot run here: needs a Blackwell GPU (sm_100a) for CuTe DSL Blackwell atoms")
         assert "does not cover" in record.error and record.cases[0].error.startswith("under --emulate-blackwell: ")
+
+
+def test_a_failed_build_of_a_file_that_guards_its_blackwell_code_is_its_own():
+    """Found on a 2xH200 (#39's candidates): v5 with a CUDA syntax error, whose FP4 conversion is
+    compiled only under __CUDA_ARCH__ >= 1000, was "cannot run here: needs a Blackwell GPU" (no
+    verdict) instead of a failed build. A guarded file builds on Hopper, so its failed build is a
+    failure, unless the compiler itself says the target lacks something."""
+    source = (ROOT / "submission" / "v5.py").read_text().replace('KERNEL_SRC = r"""', 'KERNEL_SRC = r"""\nthis is not CUDA;\n', 1)
+    assert blackwell.find(source) is not None and "this is not CUDA" in source
+    built = "raised RuntimeError: Error building extension 'nvfp4_gemv_v5var09': [1/3] /usr/local/cuda/bin/nvcc -MD -MF cuda.cuda.o.d"
+    assert blackwell.explain(source, built, "9.0", "NVIDIA H200") is None
+    refused = built + "\nptxas error: Instruction 'cvt with .e2m1x2' not supported on .target 'sm_90a'"
+    assert "run it on a B200" in blackwell.explain(source, refused, "9.0", "NVIDIA H200")
+    unguarded = 'SRC = r"""\nasm("cvt.rn.satfinite.e2m1x2.f32 %0, %1, %2;");\n"""\n'
+    assert blackwell.explain(unguarded, built, "9.0", "NVIDIA H200")  # an sm_100-only file: still explained

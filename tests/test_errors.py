@@ -103,6 +103,7 @@ CASES = [
     (["test", SUB, "-o", "/proc/nope/report.txt"], "cannot write"),  # a trial run: found only after the run
     (["tune", SUB], "defines no CONFIGS and no run_with"),
     (["batch", "{empty_dir}"], "no candidates in"),
+    (["test", SUB, "-o", "/dev/null/report.txt"], "/dev/null is not a folder"),  # not mkdir's "File exists"
 ]
 
 
@@ -194,3 +195,25 @@ def test_a_wrong_output_type_fails_in_accuracy_and_profile_as_in_test(tmp_path):
         done = run_cli(mode, str(sub), "--cases", "smoke")
         assert done.returncode == 112 and "Traceback" not in done.stderr, done.stdout + done.stderr
         assert "output is a list" in done.stdout or "check: fail" in done.stdout, done.stdout
+
+
+def test_a_broken_jsonl_line_stores_no_candidate(tmp_path, inproc):
+    """A new user's trial: a JSONL whose second line is broken exited 2 but had stored the first
+    candidate's source under batch-sources/ already. Every line is checked before any is stored."""
+    jsonl = tmp_path / "cands.jsonl"
+    jsonl.write_text('{"id": "a", "source": "def custom_kernel(data):\\n    return None\\n"}\n{"id": "b", "source": \n')
+    code, out, err = inproc("batch", str(jsonl), "-o", str(tmp_path / "out" / "v.jsonl"))
+    assert code == 2 and "cands.jsonl:2: not a JSON line" in err, err
+    assert not (tmp_path / "out" / "batch-sources").exists()
+
+
+def test_cannot_run_here_in_popcorn_format_is_no_failing_verdict(tmp_path, worker_readable):
+    """As the table says it: a missing package is "cannot run here" in the popcorn lines too, exit 113."""
+    sub = worker_readable / "needs_a_package.py"
+    sub.write_text("import not_a_real_module_xyz\n\ndef custom_kernel(data):\n    return None\n")
+    sub.chmod(0o644)
+    done = run_cli("test", str(sub), "--cases", "smoke", "--format", "popcorn",
+                   env={"EVAL_RESULTS_DIR": str(tmp_path / "results")})
+    lines = done.stdout.splitlines()
+    assert done.returncode == 113, done.stdout + done.stderr
+    assert "test-count: 2" in lines and "test.1.status: cannot run here" in lines and lines[-1] == "check: cannot run here"

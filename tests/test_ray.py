@@ -184,3 +184,25 @@ def test_candidates_no_actor_can_take_are_left_for_a_resume(tmp_path, monkeypatc
     by_id = {line["id"]: line for line in lines}
     assert by_id["dies-once"].get("infrastructure") and by_id["b"].get("infrastructure")
     assert not out.exists() or not out.read_text().strip()
+
+
+def test_a_cluster_address_where_nothing_answers_is_one_line_at_once(tmp_path, monkeypatch):
+    """On a 2xH200 a `--ray auto` batch whose raylets had not started retried for minutes, printing
+    warnings, and its pass never ended: nothing listening at the address is one line, at once."""
+    import socket
+    import time
+
+    from eval import batch, batch_ray
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sub = tmp_path / "a.py"
+    sub.write_text("def custom_kernel(data):\n    return None\n")
+    found = batch.collect([sub], tmp_path / "sources")
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    started = time.monotonic()
+    for address in (f"127.0.0.1:{port}", "auto"):
+        with pytest.raises(ConnectionError, match="nothing answers there"):
+            batch_ray.run(found, "test", [], tmp_path / "v.jsonl", address)
+    assert time.monotonic() - started < 60  # refused at once; Ray's own retries took minutes

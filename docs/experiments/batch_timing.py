@@ -29,11 +29,17 @@ candidates per hour a host's GPUs judge.
         ratios to the first pass, the verdicts' agreement, and each honest candidate's per-case means
         in each pass against the first. One honest candidate is judged first, uncounted (the
         harness's native part and this GPU's floors). --budget-s skips a pass that would not fit.
+        --compiled N adds N v5 variants (docs/experiments/v5_variants.py), built first on the CPU
+        cores unless --pipelined (then the first pass builds them as batch does, ahead of its slots,
+        and the report states the build seconds beside the slot seconds). Each pass's lines and wall
+        time stay in DIR ({pass}.jsonl, {pass}.meta.json); --reference DIR2 takes an earlier run's
+        passes (e.g. 1 GPU, judged in a call of its own) as the first ones to compare with.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import statistics
 import sys
@@ -185,9 +191,14 @@ def judge_pass(label: str, candidates: list, out: Path, args: list[str], limit: 
     saved = {k: os.environ.get(k) for k in env or {}}
     os.environ.update(env or {})
 
+    done = []
+
     def show(line):
         print(f"  [{label}] {line['id']}: {'pass' if line['passed'] else 'FAIL'} {line['seconds']:.0f} s "
               f"(device {line['device']})", flush=True)
+        done.append(line.get("device"))  # the wall so far, in case the pass is stopped before its end
+        out.with_suffix(".meta.json").write_text(json.dumps({"label": label, "wall_s": time.monotonic() - started,
+                                                             "slots": len(set(done)), "incomplete": True}))
     started = time.monotonic()
     if ray_address:
         from eval import batch_ray
@@ -197,7 +208,17 @@ def judge_pass(label: str, candidates: list, out: Path, args: list[str], limit: 
     wall = time.monotonic() - started
     for key, value in saved.items():
         os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
-    return {"label": label, "wall_s": wall, "per_hour": len(lines) / wall * 3600,
+    slots = len({line.get("device") for line in lines}) or 1
+    meta = {"label": label, "wall_s": wall, "slots": slots, "builds": os.environ.get(batch.BUILDS_ENV) or batch.build_jobs()}
+    out.with_suffix(".meta.json").write_text(json.dumps(meta))
+    return {**meta, "per_hour": len(lines) / wall * 3600, "lines": {Path(l["id"]).name: l for l in lines}}
+
+
+def load_pass(jsonl: Path) -> dict:
+    """A pass judged earlier (its JSONL and meta beside it), as judge_pass returns one."""
+    meta = json.loads(jsonl.with_suffix(".meta.json").read_text())
+    lines = [json.loads(text) for text in jsonl.read_text().splitlines() if text.strip()]
+    return {**meta, "label": meta["label"] + " (reference)", "per_hour": len(lines) / meta["wall_s"] * 3600,
             "lines": {Path(l["id"]).name: l for l in lines}}
 
 
@@ -223,7 +244,7 @@ PASSES = {"one": ("1 GPU", {"jobs": 1}), "all": ("all GPUs", {}), "ray": ("Ray l
 
 
 def throughput(count: int, timeout: float, limit: float, chosen: list[str], out_dir: Path, budget_s: float,
-               cases: str | None, compiled: int = 0) -> None:
+               cases: str | None, compiled: int = 0, pipelined: bool = False, reference: Path | None = None) -> None:
     import torch
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -241,9 +262,12 @@ def throughput(count: int, timeout: float, limit: float, chosen: list[str], out_
     started = time.monotonic()
     warm = [c for c in candidates if kinds[Path(c.id).name] == "honest"][:1]
     judge_pass("warm-up", [batch.Candidate("warm-up", warm[0].path, "warm-up")], out_dir / "warm.jsonl", args, limit, 1)
-    if compiled:  # every build first, on the CPU cores as batch's builders make them: each pass then judges warm
+    if compiled and not pipelined:  # every build first, on the CPU cores as batch's builders make them: each pass then judges warm
         prebuild_all(candidates, kinds, min(limit, 600.0))
-    passes = []
+    passes = [load_pass(path) for path in sorted((reference or out_dir).glob("*.jsonl"))
+              if reference and path.stem in PASSES and path.stem not in chosen]
+    for p in passes:
+        print(f"reference: {p['label']}, {len(p['lines'])} lines, {p['wall_s']:.0f} s", flush=True)
     for name in chosen:
         label, extra = PASSES[name]
         if passes:
@@ -275,19 +299,44 @@ def prebuild_all(candidates: list, kinds: dict, limit: float) -> None:
             print(f"  build failed: {Path(c.id).name} ({kinds.get(Path(c.id).name)}): {b.get('reason', '')[:120]}", flush=True)
 
 
+def family(name: str) -> str:
+    return "compiled" if name.startswith("v5var") else "torch_ref"
+
+
+def _mean(values: list) -> str:
+    return f"{statistics.mean(values):.2f}" if values else "-"
+
+
 def report(passes: list, kinds: dict) -> None:
     one = passes[0]  # the reference pass: 1 GPU, alone on the host, when it ran
-    print(f"\n{'pass':>38} {'wall s':>8} {'cand/h':>8} {'× first':>8} {'honest s':>9}  verdicts as the first pass")
+    print(f"\n{'pass':>38} {'wall s':>8} {'cand/h':>8} {'× first':>8} {'slot s':>7} {'honest s':>9} "
+          f"{'compiled':>9} {'torch_ref':>9} {'busy %':>7}  verdicts as the first pass")
     for p in passes:
         same = all(p["lines"][n]["passed"] == one["lines"][n]["passed"] for n in one["lines"] if n in p["lines"])
-        honest = [line["seconds"] for n, line in p["lines"].items() if kinds.get(n) == "honest"]
-        mean = f"{statistics.mean(honest):.1f}" if honest else "-"
+        lines = p["lines"]
+        honest = {n: line["seconds"] for n, line in lines.items() if kinds.get(n) == "honest"}
+        busy = sum(line["seconds"] for line in lines.values()) / (p["wall_s"] * p.get("slots", 1)) * 100
         print(f"{p['label']:>38} {p['wall_s']:>8.0f} {p['per_hour']:>8.0f} {p['per_hour'] / one['per_hour']:>8.2f} "
-              f"{mean:>9}  {'same' if same and len(p['lines']) == len(one['lines']) else 'DIFFERENT'}")
+              f"{_mean([l['seconds'] for l in lines.values()]):>7} {_mean(list(honest.values())):>9} "
+              f"{_mean([s for n, s in honest.items() if family(n) == 'compiled']):>9} "
+              f"{_mean([s for n, s in honest.items() if family(n) == 'torch_ref']):>9} {busy:>7.1f}  "
+              f"{'same' if same and len(lines) == len(one['lines']) else 'DIFFERENT'}")
+        builds = [line["prebuild"]["seconds"] for n, line in lines.items()
+                  if family(n) == "compiled" and (line.get("prebuild") or {}).get("ok") and line["prebuild"].get("seconds")]
+        if builds:
+            slot = [line["seconds"] for n, line in lines.items() if family(n) == "compiled" and kinds.get(n) == "honest"]
+            print(f"{'':>38} builds pipelined ({p.get('builds')} at once): {len(builds)} built, {statistics.mean(builds):.1f} s "
+                  f"a build; an honest compiled candidate's slot {_mean(slot)} s, with its build {statistics.mean(slot) + statistics.mean(builds):.1f} s; "
+                  f"the pass's wall per candidate {p['wall_s'] / len(lines):.2f} s (builds included, pipelined)")
     for p in passes[1:]:
         worst, ratios = compare_means(one["lines"], p["lines"], kinds)
         print(f"\nhonest candidates' means, {p['label']} (busy) / {one['label']} (alone): worst |ratio - 1| = "
               f"{worst * 100:.2f} %")
+        for fam in ("compiled", "torch_ref"):
+            mine = [r for n, _, r in ratios if family(n) == fam]
+            if mine:
+                print(f"  {fam}: {len(mine)} case means, worst |ratio - 1| {max(abs(r - 1) for r in mine) * 100:.2f} %, "
+                      f"mean ratio {statistics.mean(mine):.4f}")
         for name, spec, ratio in ratios:
             print(f"  {name} {spec}: {ratio:.4f}")
     expected = {n: kinds[n] == "honest" for n in kinds}
@@ -309,6 +358,8 @@ def main() -> None:
     parser.add_argument("--cases", default=None, help="case set (default: benchmark's own)")
     parser.add_argument("--compiled", type=int, default=0, help="also this many compiled v5 variants "
                         "(docs/experiments/v5_variants.py), built first")
+    parser.add_argument("--pipelined", action="store_true", help="no builds first: the first pass builds ahead of its slots, as batch does")
+    parser.add_argument("--reference", type=Path, default=None, help="a folder of passes judged earlier (--out of another run): the first to compare with")
     parser.add_argument("--budget-s", type=float, default=540.0, help="skip a throughput pass that would end past this")
     parser.add_argument("--out", type=Path, default=None, help="folder for candidates and JSONLs (default: a temp one)")
     options = parser.parse_args()
@@ -321,7 +372,7 @@ def main() -> None:
         return
     with (contextlib.nullcontext(options.out) if options.out else tempfile.TemporaryDirectory()) as out:
         throughput(options.count, options.timeout, options.limit, passes, Path(out), options.budget_s, options.cases,
-                   options.compiled)
+                   options.compiled, options.pipelined, options.reference)
         print(f"\njudged lines: {Path(out)}/*.jsonl", flush=True)
 
 

@@ -53,6 +53,12 @@ ARCH_FAILURE = re.compile(
     r"OccupancyMaxActiveBlocksPerMultiprocessor|LaunchKernel(?:Ex)?)\b|cuLaunchKernel|cuModuleGetFunction", re.I)
 
 
+# a file that compiles its Blackwell code only for Blackwell (__CUDA_ARCH__ >= 1000, the arch-specific
+# feature macros) builds on an older GPU: a failed build of it is its own, unless the compiler says the
+# target lacks something
+ARCH_GUARD = re.compile(r"__CUDA_ARCH__\s*>=\s*1[0-2]\d0|__CUDA_ARCH_FEAT_SM1\d\d|__CUDA_ARCH_(?:FAMILY_)?SPECIFIC__")
+TARGET_REFUSED = re.compile(r"not supported on \.target|requires \.target|Unsupported gpu architecture|no kernel image", re.I)
+
 # failures of a kernel that ran: wrong results are not an architecture problem
 RAN = ("timed run", "mismatch found", "output ", "returned the pre-filled", "modified its input", "correct only on")
 
@@ -122,6 +128,9 @@ def explain(source: str, failure: str, capability: str | None, gpu: str) -> str 
     if feature is None:
         return None
     arch = "sm_" + capability.replace(".", "")
+    if "Error building extension" in failure and ARCH_GUARD.search(without_comments(source)) \
+            and not TARGET_REFUSED.search(failure):
+        return None  # found on a 2xH200: v5 with a syntax error was "cannot run here: needs a Blackwell GPU"
     if not ARCH_FAILURE.search(failure):
         if feature.emulated:
             return None

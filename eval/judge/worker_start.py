@@ -438,10 +438,12 @@ class Prebuilt:
     reason: str = ""
 
 
-def prebuild(submission: Path, emulate: bool, timeout: float, log_path: Path | None = None) -> Prebuilt:
+def prebuild(submission: Path, emulate: bool, timeout: float, log_path: Path | None = None,
+             import_timeout: float | None = None) -> Prebuilt:
     """Import the submission in a sandboxed worker that sees no GPU, so its builds are stored
     under its key. Best effort: a submission whose import needs the GPU fails here and simply
-    builds in its GPU worker later."""
+    builds in its GPU worker later. Bounded as the judge's own import is: import_timeout (its
+    --timeout), extended while compilers run under the worker up to timeout (the build limit)."""
     name = build_cache.key(submission, emulate)
     started = time.monotonic()
     if (build_cache.root() / name).is_dir():
@@ -449,7 +451,7 @@ def prebuild(submission: Path, emulate: bool, timeout: float, log_path: Path | N
     log = log_path or Path(tempfile.gettempdir()) / f"prebuild-{name}.log"
     worker = WorkerProcess(submission, log, emulate=emulate, gpu=False)
     try:
-        worker.start(load_timeout=timeout, import_timeout=timeout)
+        worker.start(load_timeout=timeout, import_timeout=import_timeout or timeout)
         return Prebuilt(True, time.monotonic() - started)
     except WorkerFailure as failure:
         return Prebuilt(False, time.monotonic() - started, failure.reason)
