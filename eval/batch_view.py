@@ -27,19 +27,19 @@ def line_text(line: dict) -> str:
 def progress(total: int):
     """Yields the callback a batch calls with each finished line."""
     if total and sys.stdout.isatty():
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         columns = (TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[passed]} passed"),
-                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+                   TimeElapsedColumn(), TextColumn("{task.fields[eta]}"))
         with Progress(*columns) as bar:
-            task = bar.add_task("judging", total=total, passed=0)
-            passed = [0]
+            task = bar.add_task("judging", total=total, passed=0, eta="ETA ?")
+            passed, started = [0, 0], time.monotonic()  # passed, done
 
             def tick(line: dict) -> None:
                 passed[0] += bool(line["passed"])
+                passed[1] += 1
                 bar.console.print(line_text(line), markup=False, highlight=False, no_wrap=True, overflow="ellipsis")
-                bar.update(task, advance=1, passed=passed[0])
+                bar.update(task, advance=1, passed=passed[0], eta=eta(time.monotonic() - started, passed[1], total))
             yield tick
     else:
         started, done = time.monotonic(), [0]

@@ -73,17 +73,19 @@ def steps(total: int, what: str):
     count = {"done": -1}
     if _tty() and _STATE["bar"] is None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-            TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        # the ETA from the steps done so far (rich's own estimate needs several steps within 30 s: a
+        # bar over three cases of a minute each showed none)
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                       TextColumn("ETA"), TimeRemainingColumn(), console=Console(file=sys.stderr), transient=True)
-        task = bar.add_task(what, total=total)
+                       TextColumn("{task.fields[eta]}"), console=Console(file=sys.stderr), transient=True)
+        task = bar.add_task(what, total=total, eta="ETA ?")
         _STATE["bar"] = (bar, task)
 
         def step(label: str = "") -> None:
             count["done"] += 1
-            bar.update(task, completed=count["done"], description=f"{what} {label}".strip())
+            bar.update(task, completed=count["done"], description=f"{what} {label}".strip(),
+                       eta=_eta(count["done"], total, started))
 
         try:
             with bar:
