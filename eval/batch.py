@@ -264,12 +264,10 @@ def build_jobs() -> int:
     return max(1, min(8, (os.cpu_count() or 1) // 4))
 
 
-def builds_ahead(mode: str, jobs: int | None = None) -> bool:
-    """Whether builders run beside the slots: not on a host without CUDA in a timed mode (the cores
-    are what it times), nor where EVAL_BATCH_BUILDS is 0."""
-    if build_jobs() == 0:
-        return False
-    return not (mode in TIMED_MODES and all(d is None for d in slots(jobs, mode)))
+def builds_ahead(mode: str, devices: list[str | None]) -> bool:
+    """Whether builders run beside the slots (`slots()`): not on a host without CUDA in a timed mode
+    (the cores are what it times), nor where EVAL_BATCH_BUILDS is 0."""
+    return build_jobs() > 0 and not (mode in TIMED_MODES and all(d is None for d in devices))
 
 
 def prebuild_one(candidate: Candidate, emulate: bool, limit: float, import_timeout: float | None = None) -> dict:
@@ -300,7 +298,7 @@ def run(candidates: list[Candidate], mode: str, args: list[str], jsonl: Path, jo
     key = options_key(mode, args)
     todo = pending(candidates, key, jsonl)
     devices = slots(jobs, mode)
-    builders = build_jobs() if todo and builds_ahead(mode, jobs) else 0
+    builders = build_jobs() if todo and builds_ahead(mode, devices) else 0
     emulate = "--emulate-blackwell" in args
     # bounded as its judge's import would be: --timeout, extended while compilers run up to the build limit
     build_limit, import_bound = min(limit, worker_start.DEFAULT_LOAD_TIMEOUT_S), _import_bound(args)

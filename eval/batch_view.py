@@ -11,6 +11,7 @@ import time
 import click
 
 from eval.judge.text import one_line
+from eval.progress import eta as pace_eta  # this module's progress() is the batch's bar
 
 
 def line_text(line: dict) -> str:
@@ -33,28 +34,26 @@ def progress(total: int):
                    TimeElapsedColumn(), TextColumn("{task.fields[eta]}"))
         with Progress(*columns) as bar:
             task = bar.add_task("judging", total=total, passed=0, eta="ETA ?")
-            passed, started = [0, 0], time.monotonic()  # passed, done
+            passed, done, started = [0], [0], time.monotonic()
 
             def tick(line: dict) -> None:
                 passed[0] += bool(line["passed"])
-                passed[1] += 1
+                done[0] += 1
                 bar.console.print(line_text(line), markup=False, highlight=False, no_wrap=True, overflow="ellipsis")
-                bar.update(task, advance=1, passed=passed[0], eta=eta(time.monotonic() - started, passed[1], total))
+                bar.update(task, advance=1, passed=passed[0], eta=_eta(done[0], total, started))
             yield tick
     else:
         started, done = time.monotonic(), [0]
 
         def plain(line: dict) -> None:
             done[0] += 1
-            click.echo(f"[{done[0]}/{total}, {eta(time.monotonic() - started, done[0], total)}]{line_text(line)}", err=True)
+            click.echo(f"[{done[0]}/{total}, {_eta(done[0], total, started)}]{line_text(line)}", err=True)
         yield plain
 
 
-def eta(elapsed: float, done: int, total: int) -> str:
-    """What is left at the pace so far (the slots' candidates finishing at their mean rate)."""
-    if done >= total:
-        return f"done in {elapsed:.0f} s"
-    return f"ETA {elapsed / done * (total - done):.0f} s" if done else "ETA ?"
+def _eta(done: int, total: int, started: float) -> str:
+    """eval.progress.eta, or the whole time once every candidate is judged."""
+    return f"done in {time.monotonic() - started:.0f} s" if done >= total else pace_eta(done, total, started)
 
 
 def standings(board: list[dict]) -> str:

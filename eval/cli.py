@@ -47,7 +47,8 @@ def writable_output(ctx, param, value: Path | None) -> Path | None:
         if os.path.isdir(value):
             raise IsADirectoryError(21, "is a folder")
         folder = os.path.dirname(os.path.abspath(value))
-        blocking = next((p for p in _ancestors(folder) if os.path.lexists(p) and not os.path.isdir(p)), None)
+        blocking = next((p for p in [*reversed(Path(folder).parents), Path(folder)]
+                         if os.path.lexists(p) and not p.is_dir()), None)
         if blocking:  # makedirs would say "File exists"
             raise NotADirectoryError(20, f"{blocking} is not a folder")
         os.makedirs(folder, exist_ok=True)
@@ -59,15 +60,6 @@ def writable_output(ctx, param, value: Path | None) -> Path | None:
         raise click.BadParameter(f"cannot write {value}: {exc.strerror or exc}; choose another path",
                                  ctx=ctx, param=param)
     return value
-
-
-def _ancestors(folder: str) -> list[str]:
-    """folder and each folder above it, from the root down."""
-    parts, path = [], folder
-    while path and path not in parts:
-        parts.append(path)
-        path = os.path.dirname(path)
-    return parts[::-1]
 
 
 def case_set_name(ctx, param, value):
@@ -139,8 +131,8 @@ def cli(argv: list[str] | None = None) -> None:
         fail_usage(exc.format_message())
     except ConfigError as exc:
         fail_usage(str(exc))
-    except (click.exceptions.Abort, KeyboardInterrupt):  # a run that measured something has written its record
-        click.echo("interrupted before a record was written (nothing measured yet)", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):  # the run modes write their record first (modes.py)
+        click.echo("interrupted (Ctrl-C)", err=True)
         sys.exit(130)
     sys.exit(0)
 
@@ -405,6 +397,11 @@ CPU_BUDGET = {"warmup": (2, 1e8), "case": (5, 1e9)}
 CPU_WALL_CAP_S = 5.0
 
 
+def reduce_for_cpu(options: modes.Options) -> None:
+    """CPU_BUDGET's timed runs, no host-cost column, CPU_WALL_CAP_S a case (`run` and `rank` without CUDA)."""
+    options.budget, options.host_cost, options.wall_cap_s = CPU_BUDGET, False, CPU_WALL_CAP_S
+
+
 @main.command()
 @click.argument("sub", type=SUB, required=False)
 @run_options(None)
@@ -437,7 +434,7 @@ def run(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_n
             finish(tested)
         if reduced and not tested.environment.cuda_available:
             case_set = case_set or _cpu_set()
-            options.budget, options.host_cost, options.wall_cap_s = CPU_BUDGET, False, CPU_WALL_CAP_S
+            reduce_for_cpu(options)
         case_set = case_set or "benchmarks"
         ensure_floors(tested.environment, case_files.select_cases(case_set), options)
         record = _benchmark(sub, case_set, dist, method, batch, gap_us, timeout, fmt, output, fail_narrow,
@@ -602,7 +599,7 @@ def rank(subs, case_set, method, timeout, fail_narrow, fmt, output):
     options = make_options(method=method, timeout=timeout, fail_narrow=fail_narrow)
     if case_set is None and not _cuda():  # the leaderboard's budget on a CPU: tens of minutes a submission
         case_set = _cpu_set()
-        options.budget, options.host_cost, options.wall_cap_s = CPU_BUDGET, False, CPU_WALL_CAP_S
+        reduce_for_cpu(options)
         click.echo(f"no CUDA GPU: CPU host-timer numbers on a reduced benchmark (--cases {case_set}, at most "
                    f"{CPU_BUDGET['case'][0]} timed runs per case; --cases benchmarks for the leaderboard's)", err=True)
     case_set = case_set or "benchmarks"
@@ -669,9 +666,10 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_add
         except (ConnectionError, ValueError) as exc:
             fail_usage(str(exc))
     wall = time.monotonic() - started
-    share = batching.busy_share(lines or [], wall, len(batching.slots(jobs, mode)))
+    devices = batching.slots(jobs, mode)
+    share = batching.busy_share(lines or [], wall, len(devices))
     if share is not None and ray_address is None:
-        ahead = "builds ran ahead on the CPU cores" if batching.builds_ahead(mode, jobs) else \
+        ahead = "builds ran ahead on the CPU cores" if batching.builds_ahead(mode, devices) else \
             "no builds ahead: on a CPU the cores are what is timed"
         click.echo(f"slots busy: {share:.0%} of {wall:.0f} s ({'GPU' if _cuda() else 'CPU'} slots held by a judge; {ahead})")
     board = [e for e in batching.standings(output, key) if e["sha256"] in {c.sha256 for c in found}]
@@ -680,7 +678,7 @@ def batch(candidates, mode, case_set, timeout, limit, jobs, fail_narrow, ray_add
         from eval import compare as comparing
 
         load, cpus = comparing.machine_load(), os.cpu_count() or 1
-        if load is not None and load > comparing.BUSY_LOAD_PER_CPU * cpus:
+        if comparing.busy(load, cpus):
             click.echo(f"warning: the machine was busy (load average {load:.1f} on {cpus} CPUs): host-timer times "
                        "of candidates judged at different moments are not comparable; `compare A B` interleaves two")
         click.echo(f"[{report.HOST_TIMER}]")

@@ -69,12 +69,17 @@ def machine_load() -> float | None:
         return None
 
 
+def busy(load: float | None, cpus: int) -> bool:
+    """A load average past BUSY_LOAD_PER_CPU of the CPUs: host-timer times are not comparable."""
+    return load is not None and load > BUSY_LOAD_PER_CPU * cpus
+
+
 def load_note(outcome: Outcome) -> str | None:
     """A warning when the machine was busy while the comparison ran (CPU timing only)."""
     load = outcome.load or {}
     worst = max([v for v in (load.get("before"), load.get("after")) if v is not None], default=None)
     cpus = load.get("cpus") or 1
-    if not outcome.host_timer or worst is None or worst <= BUSY_LOAD_PER_CPU * cpus:
+    if not outcome.host_timer or not busy(worst, cpus):
         return None
     return (f"warning: the machine was busy (load average {worst:.1f} on {cpus} CPUs): other work on the cores "
             "stretches the two sides unequally, so a ratio away from 1 may be the load; rerun on an idle machine")

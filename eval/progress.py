@@ -54,7 +54,8 @@ def phase(text: str) -> None:
     print(f"{_elapsed()} {text}", file=sys.stderr, flush=True)
 
 
-def _eta(done: int, total: int, started: float) -> str:
+def eta(done: int, total: int, started: float) -> str:
+    """What is left at the mean pace of the steps done since `started` (time.monotonic())."""
     if done == 0:
         return "ETA ?"
     left = (time.monotonic() - started) / done * (total - done)
@@ -85,7 +86,7 @@ def steps(total: int, what: str):
         def step(label: str = "") -> None:
             count["done"] += 1
             bar.update(task, completed=count["done"], description=f"{what} {label}".strip(),
-                       eta=_eta(count["done"], total, started))
+                       eta=eta(count["done"], total, started))
 
         try:
             with bar:
@@ -97,6 +98,6 @@ def steps(total: int, what: str):
 
     def step(label: str = "") -> None:
         count["done"] += 1
-        phase(f"{what} {count['done'] + 1}/{total} {label} ({_eta(count['done'], total, started)})".replace("  ", " "))
+        phase(f"{what} {count['done'] + 1}/{total} {label} ({eta(count['done'], total, started)})".replace("  ", " "))
 
     yield step

@@ -45,9 +45,9 @@ def rank(subs: list[Path], tests: list[Case], benches: list[Case], options: mode
             try:
                 row = _evaluate(Path(sub), tests, benches, options)
             except KeyboardInterrupt:  # between its judged parts (its worker's start): rank what was judged
-                row = Row(name=Path(sub).stem, path=str(sub), reason="not judged: interrupted (Ctrl-C)",
+                row = Row(name=Path(sub).stem, path=str(sub), gpu=rows[0].gpu if rows else "?",
+                          reason="not judged: interrupted (Ctrl-C)",
                           incomplete=f"interrupted (Ctrl-C) while judging {Path(sub).name}")
-                row.gpu = rows[0].gpu if rows else "?"
             rows.append(row)
             if row.incomplete:  # Ctrl-C or SIGTERM: rank what was judged, say so
                 stopped = row.incomplete

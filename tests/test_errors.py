@@ -166,13 +166,17 @@ def test_a_returned_list_is_named_and_the_failure_names_its_log(tmp_path, worker
     assert "test.0.status: fail" in lines
 
 
-def test_a_load_failure_in_popcorn_format_keeps_the_counts(tmp_path, worker_readable):
-    sub = worker_readable / "broken.py"
-    sub.write_text("def custom_kernel(data:\n")
+def popcorn_of(source: str, name: str, folder: Path, results: Path) -> tuple:
+    """`test --cases smoke --format popcorn` of source (a file a worker's uid reads): (run, its lines)."""
+    sub = folder / name
+    sub.write_text(source)
     sub.chmod(0o644)
-    done = run_cli("test", str(sub), "--cases", "smoke", "--format", "popcorn",
-                   env={"EVAL_RESULTS_DIR": str(tmp_path / "results")})
-    lines = done.stdout.splitlines()
+    done = run_cli("test", str(sub), "--cases", "smoke", "--format", "popcorn", env={"EVAL_RESULTS_DIR": str(results)})
+    return done, done.stdout.splitlines()
+
+
+def test_a_load_failure_in_popcorn_format_keeps_the_counts(tmp_path, worker_readable):
+    done, lines = popcorn_of("def custom_kernel(data:\n", "broken.py", worker_readable, tmp_path / "results")
     assert done.returncode == 112
     assert "test-count: 2" in lines and "test.1.status: fail" in lines and lines[-1] == "check: fail"
     assert "# HOST TIMER: CPU wall time, not GPU kernel time" in lines or HAS_CUDA
@@ -209,11 +213,7 @@ def test_a_broken_jsonl_line_stores_no_candidate(tmp_path, inproc):
 
 def test_cannot_run_here_in_popcorn_format_is_no_failing_verdict(tmp_path, worker_readable):
     """As the table says it: a missing package is "cannot run here" in the popcorn lines too, exit 113."""
-    sub = worker_readable / "needs_a_package.py"
-    sub.write_text("import not_a_real_module_xyz\n\ndef custom_kernel(data):\n    return None\n")
-    sub.chmod(0o644)
-    done = run_cli("test", str(sub), "--cases", "smoke", "--format", "popcorn",
-                   env={"EVAL_RESULTS_DIR": str(tmp_path / "results")})
-    lines = done.stdout.splitlines()
+    done, lines = popcorn_of("import not_a_real_module_xyz\n\ndef custom_kernel(data):\n    return None\n",
+                             "needs_a_package.py", worker_readable, tmp_path / "results")
     assert done.returncode == 113, done.stdout + done.stderr
     assert "test-count: 2" in lines and "test.1.status: cannot run here" in lines and lines[-1] == "check: cannot run here"

@@ -264,8 +264,8 @@ def throughput(count: int, timeout: float, limit: float, chosen: list[str], out_
     judge_pass("warm-up", [batch.Candidate("warm-up", warm[0].path, "warm-up")], out_dir / "warm.jsonl", args, limit, 1)
     if compiled and not pipelined:  # every build first, on the CPU cores as batch's builders make them: each pass then judges warm
         prebuild_all(candidates, kinds, min(limit, 600.0))
-    passes = [load_pass(path) for path in sorted((reference or out_dir).glob("*.jsonl"))
-              if reference and path.stem in PASSES and path.stem not in chosen]
+    passes = [load_pass(path) for path in sorted(reference.glob("*.jsonl"))
+              if path.stem in PASSES and path.stem not in chosen] if reference else []
     for p in passes:
         print(f"reference: {p['label']}, {len(p['lines'])} lines, {p['wall_s']:.0f} s", flush=True)
     for name in chosen:
