@@ -721,7 +721,7 @@ def _batch_runner(ray_address: str | None):
 @click.option("--solutions", default=None, metavar="REGEX", help="Only solutions whose path in the folder matches.")
 @click.option("--add", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A solution of your own, judged in every folder selected as if shipped there (repeatable).")
-@click.option("--jobs", default=1, show_default=True, help="Solutions judged at once (verdicts; timing runs one at a time).")
+@click.option("--jobs", default=1, show_default=True, help="Evaluators at once (verdicts: from 2, a solution's two sides side by side, jobs//2 solutions at once; timing runs one at a time).")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               callback=writable_output,

@@ -376,7 +376,9 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
             jsonl: Path | None = None) -> list[Row]:
     """Every solution of every problem under path, in table order (and the files in `add`, judged in
     every problem folder selected, e.g. a kernel of one's own with --only). jobs > 1 runs that many
-    solutions' verdicts at once, spread over this machine's GPUs; timing runs (--timing) always run
+    evaluators at once, spread over this machine's GPUs: each solution's two sides side by side (a row
+    then costs its longer side: bioml/trimul's official evaluator takes about 70 s, ours several
+    minutes), jobs // 2 solutions at once; timing runs (--timing) always run
     one at a time, after them. Where the folder's reference needs the FP4 GEMM this GPU lacks, both
     sides run it emulated: ours with --emulate-blackwell, the official evaluator with the FP4 shim
     (labelled). limit: seconds per side and solution. jsonl: every row appended as it is decided;
@@ -403,7 +405,10 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
     lock = threading.Lock()
     stopping = threading.Event()  # set on the way out: no new run starts, no row decided by the stop is kept
     gpus = devices()
-    slots = list(range(max(1, jobs)))  # a job slot's GPU: slot % number of GPUs
+    together = jobs >= 2  # each row's two sides side by side, jobs // 2 rows at once: jobs evaluators in all
+    rows_at_once = max(1, jobs // 2) if together else 1
+    slots = list(range(rows_at_once))  # a job slot's GPU: slot % number of GPUs
+    sides = ThreadPoolExecutor(max_workers=rows_at_once, thread_name_prefix="conform-official")
 
     def decide(item) -> Row:
         folder, solution, emulate = item
@@ -414,11 +419,16 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
         try:
             if stopping.is_set():
                 raise RuntimeError("conform was stopped")
-            side, evaluator = official(folder, solution, "test", False, emulate, limit, device)
-            if stopping.is_set():
-                raise RuntimeError("conform was stopped")
-            row = Row(problem, name, evaluator, side, ours(folder, solution, "test", emulate, False, limit, device),
-                      emulate, digest, timing)
+            if together:  # the two sides at once, on the row's GPU: a row costs its longer side
+                theirs = sides.submit(official, folder, solution, "test", False, emulate, limit, device)
+                mine = ours(folder, solution, "test", emulate, False, limit, device)
+                side, evaluator = theirs.result()
+            else:
+                side, evaluator = official(folder, solution, "test", False, emulate, limit, device)
+                if stopping.is_set():
+                    raise RuntimeError("conform was stopped")
+                mine = ours(folder, solution, "test", emulate, False, limit, device)
+            row = Row(problem, name, evaluator, side, mine, emulate, digest, timing)
         finally:
             with lock:
                 slots.append(slot)
@@ -446,16 +456,18 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
             todo.append(item)
     # verdicts at once (jobs); the timing runs (--timing) after them, one at a time, so that no run
     # times beside another (a row is then written once timed)
-    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    pool = ThreadPoolExecutor(max_workers=rows_at_once)
     try:
         for item, row in zip(todo, pool.map(lambda item: decide(item) if timing else record(decide(item)), todo)):
             rows[key_of(item)] = row
     except BaseException:  # stopped (SIGTERM, Ctrl-C): the rows on disk stay, the runs under way end now
         stopping.set()
         pool.shutdown(wait=False, cancel_futures=True)
+        sides.shutdown(wait=False, cancel_futures=True)
         stop_children()
         raise
     pool.shutdown()
+    sides.shutdown()
     for item in todo if timing else ():
         folder, solution, emulate = item
         row = rows[key_of(item)]

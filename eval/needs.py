@@ -32,6 +32,12 @@ _NO_TOOLKIT = re.compile(r"CUDA_HOME environment variable is not set|nvcc: (?:co
 _NEWER_GPU = re.compile(r"requires? (?:an? )?(?:sm_?10\d|Blackwell|B200)|sm_?100a? (?:is )?(?:required|not supported)"
                         r"|no kernel image is available for execution on the device", re.I)
 
+# a C++ header of the contest's environment this machine lacks (NVIDIA CUTLASS, CuTe among them): nvcc's
+# words, or the line --emulate-blackwell gives a failed build (eval/worker/emulation.py build_failure).
+# Only those libraries: a missing header of the submission's own is its fault
+_ENV_HEADER = re.compile(r"fatal error: (?:[^\s:]*/)?(?:cutlass|cute)/[^\s:]+: No such file or directory"
+                         r"|it includes (?:[^\s:]*/)?(?:cutlass|cute)/\S+?(?: \(line \d+\))?, which is not installed here")
+
 
 class CannotRunHere(Exception):
     """Raised where a run needs what this machine lacks; str() is what it needs ("a CUDA GPU")."""
@@ -72,4 +78,11 @@ def needs_hardware(text: str, cuda_here: bool) -> str | None:
 
 def what_is_missing(text: str, cuda_here: bool, beside: Path | None = None) -> str | None:
     """What the run needs that this machine lacks, read from an error's text; None: a real failure."""
-    return missing_package(text, beside) or needs_hardware(text, cuda_here)
+    return missing_package(text, beside) or needs_hardware(text, cuda_here) or environment_header(text)
+
+
+def environment_header(text: str) -> str | None:
+    """"CUTLASS's C++ headers (...)" where a build failed for want of one (the contest's image has them)."""
+    if _ENV_HEADER.search(text or ""):
+        return "CUTLASS's C++ headers (.ci/stage-cutlass.sh stages them in .cutlass/)"
+    return None

@@ -196,6 +196,27 @@ def test_under_emulation_a_feature_it_does_not_cover_is_cannot_run(tmp_path, err
         assert "does not cover" in record.error and record.cases[0].error.startswith("under --emulate-blackwell: ")
 
 
+def test_under_emulation_a_missing_cutlass_header_is_cannot_run_not_a_fail():
+    """Found on a 2xH200 (.ci/emulate-check without .cutlass staged): tests/blackwell/cutlass_headers_fp4_cvt.py
+    under --emulate-blackwell failed its build for want of cutlass/numeric_types.h, a header of the contest's
+    image, and got "check: fail". The machine lacks it: "cannot run here", with how to stage it."""
+    from eval.judge.cannot_run import explain_arch_failures, mark_cannot_run
+    from eval.records import Environment, RunRecord, Timing
+
+    path = ROOT / "tests" / "blackwell" / "cutlass_headers_fp4_cvt.py"
+    record = RunRecord(mode="test", submission=str(path), timing=Timing(emulated=["torch._scaled_mm"]),
+                       environment=Environment(gpu="NVIDIA H200", cuda_available=True, capability="9.0"))
+    record.error = (f"could not load {path.name}: raised RuntimeError: build of 'b200_cutlass_headers_fp4_cvt' failed "
+                    "(nvcc, emulated for sm_90a): it includes cutlass/numeric_types.h (line 18), which is not installed "
+                    "here (a header of the contest's environment, not a Blackwell instruction); CUTLASS's headers: run "
+                    ".ci/stage-cutlass.sh (stages them in .cutlass/, on every worker's include path)")
+    record.passed = False
+    mark_cannot_run(record)
+    explain_arch_failures(record)
+    assert record.cannot_run == "CUTLASS's C++ headers (.ci/stage-cutlass.sh stages them in .cutlass/)", record
+    assert record.error == "cannot run here: needs " + record.cannot_run and not record.passed
+
+
 def test_a_failed_build_of_a_file_that_guards_its_blackwell_code_is_its_own():
     """Found on a 2xH200 (#39's candidates): v5 with a CUDA syntax error, whose FP4 conversion is
     compiled only under __CUDA_ARCH__ >= 1000, was "cannot run here: needs a Blackwell GPU" (no

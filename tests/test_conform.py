@@ -140,10 +140,10 @@ def test_an_input_left_undefined_is_writable_even_when_two_generations_agree(mon
         # in every process: one that ran other tests may be handed reused memory), so not asserted
         one, two = verdict.generate(args, 1), verdict.generate(args, 1)
         del one, two
-        modes._PROFILES.clear()
-        assert modes.case_profile(args).outputs == {1}
+        modes.forget_profiles()
+        assert modes.case_outputs(args) == {1}
     finally:
-        modes._PROFILES.clear()
+        modes.forget_profiles()
         problem_folder.use(ROOT)
 
 
@@ -244,6 +244,14 @@ def test_what_a_run_needs_that_this_machine_lacks(tmp_path):
     assert needs.what_is_missing("raised OSError: CUDA_HOME environment variable is not set.", True) == \
         "the CUDA toolkit (nvcc; set CUDA_HOME)"
     assert needs.what_is_missing("No CUDA GPU available. This script requires a GPU.", False) == "a CUDA GPU"
+    # a CUTLASS header the contest's image has and this machine lacks: nvcc's words and emulation's line (as
+    # measured on an H200, tests/blackwell/cutlass_headers_fp4_cvt.py without .cutlass staged); not one of its own
+    cutlass = "CUTLASS's C++ headers (.ci/stage-cutlass.sh stages them in .cutlass/)"
+    assert needs.what_is_missing("x.cu:3:10: fatal error: cutlass/numeric_types.h: No such file or directory", True) == cutlass
+    assert needs.what_is_missing("build of 'b200_x' failed (nvcc, emulated for sm_90a): it includes cutlass/numeric_types.h "
+                                 "(line 18), which is not installed here (a header of the contest's environment)", True) == cutlass
+    assert needs.what_is_missing("x.cu:3:10: fatal error: cute/tensor.hpp: No such file or directory", False) == cutlass
+    assert needs.what_is_missing("x.cu:3:10: fatal error: mykernel.h: No such file or directory", True) is None
 
 
 def test_a_stopped_run_keeps_its_rows_ends_its_runs_and_a_rerun_resumes(tmp_path):

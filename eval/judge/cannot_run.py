@@ -36,7 +36,7 @@ def explain_arch_failures(record: RunRecord) -> None:
             ", which emulation covers)" if feature.emulated else ", which emulation does not cover)") if feature else ""
     for holder in [record, *record.cases]:
         message = holder.error
-        if emulated and message and not message.startswith(("under --emulate-blackwell",) + blackwell.RAN):
+        if emulated and message and not message.startswith(("under --emulate-blackwell", needs.PREFIX) + blackwell.RAN):
             holder.error = f"under --emulate-blackwell: {message}{seen}"
             continue
         reason = blackwell.explain(source, message or "", env.capability, env.gpu) if message else None

@@ -26,8 +26,8 @@ from eval.judge import static_check, verdict
 from eval.judge.cannot_run import (  # noqa: F401
     _missing_blackwell, explain_arch_failures, lacking, mark_cannot_run, reference_lacks)
 from eval.judge.runner import (  # noqa: F401 (re-exported: callers use modes.Options, modes.Runner, ...)
-    HOST_BATCHES, HOST_CALLS, NO_LIMIT, SNAPSHOT_SLACK, CaseProfile, Options, Runner, _PROFILES, canaries,
-    case_profile, describe_environment, max_span, reply_limit, runs_params)
+    HOST_BATCHES, HOST_CALLS, NO_LIMIT, SNAPSHOT_SLACK, CaseProfile, Options, Runner, canaries, case_outputs,
+    case_profile, describe_environment, forget_profiles, max_span, reply_limit, runs_params, take_first_input)
 from eval.judge.wire import Reply, WorkerFailure  # noqa: F401 (re-exported)
 from eval.judge.lifecycle import _live_workers
 from eval.judge.off_stream import (  # noqa: F401 (re-exported: tests and experiments read modes.STRADDLE_*, ...)
@@ -223,14 +223,25 @@ def _trial_inputs(runner: Runner, payload: dict, args: dict, steps: list[dict]) 
     are made while the worker runs the trial (for a large input, its generation is much of a case's
     time): in one thread, one step after another, all made before anything else here runs again, since
     a generate_input may draw from torch's global RNG (seeded per call), which nothing else uses
-    meanwhile: this thread only waits on the worker."""
-    from concurrent.futures import ThreadPoolExecutor
+    meanwhile: this thread only waits on the worker. The first step's copy is the profile's own input
+    where it kept one (take_first_input), and the same thread makes the profile's second generation
+    (case_outputs) first: no generation of the case is made twice in the judge, and none waits before
+    the worker starts."""
+    from concurrent.futures import Future, ThreadPoolExecutor
 
+    first = take_first_input(args)
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-inputs")
     try:
-        pending = [pool.submit(verdict.generate, args, step["seed"], step["overrides"]) for step in steps]
+        pending = [pool.submit(case_outputs, args)]
+        for i, step in enumerate(steps):
+            if i == 0 and first is not None and step["seed"] == args["seed"] and not step["overrides"]:
+                kept = Future()
+                kept.set_result(first)
+                pending.append(kept)
+            else:
+                pending.append(pool.submit(verdict.generate, args, step["seed"], step["overrides"]))
         reply = runner.call("trial", payload)
-        made = [future.result() for future in pending]  # every one before a check runs (the RNG)
+        made = [future.result() for future in pending][1:]  # every one before a check runs (the RNG)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return reply, made
@@ -238,11 +249,11 @@ def _trial_inputs(runner: Runner, payload: dict, args: dict, steps: list[dict]) 
 
 def _modified_input(data, hashes: dict, args: dict) -> str | None:
     """The first input tensor whose bytes changed in the call, other than its output buffers (see
-    CaseProfile.outputs). Built to catch one cheat: work done on an input in place (decoded, reordered,
+    case_outputs). Built to catch one cheat: work done on an input in place (decoded, reordered,
     partly reduced) that a later call on the same buffer would reuse; the reason says so."""
     problem = problem_folder.current()
     items, names = problem_folder.flatten(data)
-    writable = case_profile(args).outputs | set(problem.hook("WRITABLE_INPUTS", ()))
+    writable = case_outputs(args) | set(problem.hook("WRITABLE_INPUTS", ()))
     for index, item in enumerate(items):
         if index in writable or not isinstance(item, torch.Tensor):
             continue

@@ -10,6 +10,7 @@ no module here imports modes or baselines. It judges no output (eval/judge/verdi
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import platform
@@ -163,27 +164,41 @@ class CaseProfile:
     items: int  # tensors of generate_input's result, found anywhere in it (problem_folder.flatten)
     reference_writes: frozenset  # the inputs ref_kernel writes (a pre-allocated output, as in vectoradd)
     output_bytes: int  # the size of ref_kernel's output
-    # inputs a kernel may write: those ref_kernel writes; those whose contents generate_input leaves
-    # undefined (torch.empty: they differ between two generations); and the leaderboard's convention
-    # of a pre-allocated output passed last, shaped like ref_kernel's output (any dtype), which the reference
-    # may ignore (matmul, prefixsum) while a solution writes it and returns it, or leaves it alone
+    # inputs a kernel may write: those ref_kernel writes, and the leaderboard's convention of a
+    # pre-allocated output passed last, shaped like ref_kernel's output (any dtype), which the reference
+    # may ignore (matmul, prefixsum) while a solution writes it and returns it, or leaves it alone; with
+    # those generate_input leaves undefined: case_outputs
     outputs: frozenset = frozenset()
     opaque: tuple = ()  # objects of generate_input's result with state of their own (problem_folder.opaque)
 
 
 _PROFILES: dict = {}
+_HASHES: dict = {}  # per case: its own input's tensors hashed as generated (None where not a tensor)
+_UNDEFINED: dict = {}  # per case: the inputs whose contents generate_input leaves undefined
+_FIRST: dict = {}  # at most one case: the profile's input, copied before ref_kernel ran (take_first_input)
+
+
+def _case_key(args: dict) -> tuple:
+    return (problem_folder.current().root, tuple(sorted((k, repr(v)) for k, v in args.items())))
 
 
 def case_profile(args: dict) -> CaseProfile:
-    key = (problem_folder.current().root, tuple(sorted((k, repr(v)) for k, v in args.items())))
+    """One generation of the case's input (its undefined parts filled at random) and one ref_kernel
+    call on it. A large input's generation can take seconds (bioml/trimul draws 3 GiB on the CPU), so
+    the second generation that finds the undefined inputs is not made here (case_outputs) and a copy of
+    this one serves as the judge's input for the trial's first call (take_first_input)."""
+    key = _case_key(args)
     if key not in _PROFILES:
         data = verdict.generate_undefined_filled(args, args["seed"])
         items = verdict.tensors_of(data)
         before = [verdict.input_hash(t) if isinstance(t, torch.Tensor) else None for t in items]
-        again = verdict.tensors_of(verdict.generate_undefined_filled(args, args["seed"]))
-        undefined = {i for i, t in enumerate(again) if before[i] is not None and isinstance(t, torch.Tensor)
-                     and verdict.input_hash(t) != before[i]}
-        del again
+        opaque = tuple(problem_folder.opaque(data))
+        _FIRST.clear()
+        if not opaque:  # an object with state of its own is not copied: the trial generates its own
+            try:
+                _FIRST[key] = copy.deepcopy(data)
+            except Exception:  # noqa: BLE001 - an object deepcopy refuses: the trial generates its own
+                pass
         out = verdict.reference().ref_kernel(data)
         written = frozenset(i for i, t in enumerate(items) if before[i] is not None and verdict.input_hash(t) != before[i])
         outputs = problem_folder.flatten(out)[0]
@@ -191,9 +206,38 @@ def case_profile(args: dict) -> CaseProfile:
         tensors = [i for i, t in enumerate(items) if isinstance(t, torch.Tensor)]
         last = {tensors[-1]} if tensors and tuple(items[tensors[-1]].shape) in shapes else set()
         size = sum(t.numel() * t.element_size() for t in outputs if isinstance(t, torch.Tensor))
-        _PROFILES[key] = CaseProfile(len(items), written, size, frozenset(written | undefined | last),
-                                     tuple(problem_folder.opaque(data)))
+        _HASHES[key] = before
+        _PROFILES[key] = CaseProfile(len(items), written, size, frozenset(written | last), opaque)
     return _PROFILES[key]
+
+
+def forget_profiles() -> None:
+    """Every case's profile forgotten (tests that change a problem's generate_input between calls)."""
+    for kept in (_PROFILES, _HASHES, _UNDEFINED, _FIRST):
+        kept.clear()
+
+
+def take_first_input(args: dict):
+    """The case's own input as case_profile generated it, before ref_kernel ran (its undefined inputs
+    filled at random, which is what undefined means), once; None where none is kept."""
+    return _FIRST.pop(_case_key(args), None)
+
+
+def case_outputs(args: dict) -> frozenset:
+    """The inputs a kernel may write: CaseProfile.outputs and those whose contents generate_input leaves
+    undefined (torch.empty: they differ between two generations, each filled at random). The second
+    generation is made once per case; modes._trial_inputs makes it while the worker runs the trial."""
+    profile = case_profile(args)
+    key = _case_key(args)
+    if key not in _UNDEFINED:
+        before = _HASHES.get(key)
+        if before is None:  # a profile this module did not make (a test's): the first generation too
+            before = [verdict.input_hash(t) if isinstance(t, torch.Tensor) else None
+                      for t in verdict.tensors_of(verdict.generate_undefined_filled(args, args["seed"]))]
+        again = verdict.tensors_of(verdict.generate_undefined_filled(args, args["seed"]))
+        _UNDEFINED[key] = frozenset(i for i, t in enumerate(again) if i < len(before) and before[i] is not None
+                                    and isinstance(t, torch.Tensor) and verdict.input_hash(t) != before[i])
+    return profile.outputs | _UNDEFINED[key]
 
 
 def runs_params(args: dict, options: Options, budget: tuple, fresh_seeds: bool, host_calls: int = 0,
