@@ -147,6 +147,45 @@ def test_an_input_left_undefined_is_writable_even_when_two_generations_agree(mon
         problem_folder.use(ROOT)
 
 
+
+def test_a_case_is_generated_once_before_the_worker_starts(monkeypatch):
+    """bioml/trimul draws its 3 GiB cauchy input on the CPU (13-25 s a draw on an H200 host): the judge
+    generates a case once before the trial is asked for; its second generation (which finds the inputs
+    left undefined) is made beside the trial, and the trial's first call is judged on a copy of the
+    profile's own input taken before ref_kernel ran, so no generation is made twice in the judge."""
+    monkeypatch.delenv(problem_folder.DIR_ENV, raising=False)
+    from eval.judge import modes
+
+    try:
+        problem_folder.use(CONVENTIONS / "zero_d_output")
+        real = problem_folder.current().reference.generate_input
+        seeds = []
+        monkeypatch.setattr(problem_folder.current().reference, "generate_input",
+                            lambda size, seed: seeds.append(seed) or real(size, seed))
+        ref = problem_folder.current().reference.ref_kernel
+        monkeypatch.setattr(problem_folder.current().reference, "ref_kernel",  # one that works in place
+                            lambda data: ref(data) + data[0].mul_(0).sum())
+        args = {"size": 1023, "seed": 7}
+        modes.forget_profiles()
+        steps = modes.trial_steps(args)
+        assert seeds == [7]  # the profile: one generation
+
+        class Asked:  # the worker's side: what had been generated when the trial was asked for
+            def call(self, op, payload):
+                self.seen = list(seeds)
+                return "reply"
+
+        runner = Asked()
+        reply, made = modes._trial_inputs(runner, {"args": args}, args, steps)
+        assert reply == "reply" and runner.seen[:1] == [7] and len(made) == len(steps)
+        assert seeds.count(7) == 2 and len(seeds) == 1 + 1 + (len(steps) - 1), seeds  # profile, undefined, the new steps
+        assert torch.equal(made[0][0], real(1023, 7)[0])  # the case's own input as generated, before ref_kernel
+        assert modes.case_outputs(args) == {0, 1} and seeds.count(7) == 2  # the input ref_kernel writes, the undefined one (found once)
+        assert modes.take_first_input(args) is None  # the copy is handed out once
+    finally:
+        modes.forget_profiles()
+        problem_folder.use(ROOT)
+
 # -- #37: every series' conventions (tests/problems/series) ------------------------------------------
 
 SERIES = ROOT / "tests" / "problems" / "series"
