@@ -224,9 +224,7 @@ def _trial_inputs(runner: Runner, payload: dict, args: dict, steps: list[dict]) 
     time): in one thread, one step after another, all made before anything else here runs again, since
     a generate_input may draw from torch's global RNG (seeded per call), which nothing else uses
     meanwhile: this thread only waits on the worker. The first step's copy is the profile's own input
-    where it kept one (take_first_input), and the same thread makes the profile's second generation
-    (case_outputs) first: no generation of the case is made twice in the judge, and none waits before
-    the worker starts."""
+    (take_first_input) and this thread makes the profile's second generation (case_outputs) first."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
     first = take_first_input(args)
@@ -235,9 +233,8 @@ def _trial_inputs(runner: Runner, payload: dict, args: dict, steps: list[dict]) 
         pending = [pool.submit(case_outputs, args)]
         for i, step in enumerate(steps):
             if i == 0 and first is not None and step["seed"] == args["seed"] and not step["overrides"]:
-                kept = Future()
+                pending.append(kept := Future())
                 kept.set_result(first)
-                pending.append(kept)
             else:
                 pending.append(pool.submit(verdict.generate, args, step["seed"], step["overrides"]))
         reply = runner.call("trial", payload)
