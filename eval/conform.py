@@ -419,15 +419,13 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
         try:
             if stopping.is_set():
                 raise RuntimeError("conform was stopped")
-            if together:  # the two sides at once, on the row's GPU: a row costs its longer side
-                theirs = sides.submit(official, folder, solution, "test", False, emulate, limit, device)
-                mine = ours(folder, solution, "test", emulate, False, limit, device)
-                side, evaluator = theirs.result()
-            else:
-                side, evaluator = official(folder, solution, "test", False, emulate, limit, device)
+            theirs = sides.submit(official, folder, solution, "test", False, emulate, limit, device)
+            if not together:  # one evaluator at a time: ours after the official one
+                theirs.result()
                 if stopping.is_set():
                     raise RuntimeError("conform was stopped")
-                mine = ours(folder, solution, "test", emulate, False, limit, device)
+            mine = ours(folder, solution, "test", emulate, False, limit, device)  # beside it when together
+            side, evaluator = theirs.result()
             row = Row(problem, name, evaluator, side, mine, emulate, digest, timing)
         finally:
             with lock:

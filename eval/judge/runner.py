@@ -230,10 +230,7 @@ def case_outputs(args: dict) -> frozenset:
     profile = case_profile(args)
     key = _case_key(args)
     if key not in _UNDEFINED:
-        before = _HASHES.get(key)
-        if before is None:  # a profile this module did not make (a test's): the first generation too
-            before = [verdict.input_hash(t) if isinstance(t, torch.Tensor) else None
-                      for t in verdict.tensors_of(verdict.generate_undefined_filled(args, args["seed"]))]
+        before = _HASHES[key]  # stored by case_profile with the profile
         again = verdict.tensors_of(verdict.generate_undefined_filled(args, args["seed"]))
         _UNDEFINED[key] = frozenset(i for i, t in enumerate(again) if i < len(before) and before[i] is not None
                                     and isinstance(t, torch.Tensor) and verdict.input_hash(t) != before[i])
