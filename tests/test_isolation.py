@@ -289,6 +289,11 @@ def test_compare_freezes_the_side_not_timed(tmp_path):
         worker.freeze(True)
         assert all(_state(pid) == "T" for pid in inside), [_state(pid) for pid in inside]
         assert worker.freeze(False) < 50e6  # an honest worker runs nothing while stopped
+        # as root the continue is the reaper's kill(-1, SIGCONT), sent once the reaper runs: like a stop
+        # (which freeze waits for), it lands asynchronously; on a busy CI machine after the check
+        deadline = time.monotonic() + 2.0
+        while any(_state(pid) == "T" for pid in inside) and time.monotonic() < deadline:
+            time.sleep(0.001)
         assert not any(_state(pid) == "T" for pid in inside)
     finally:
         worker.close()
