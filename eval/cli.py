@@ -716,7 +716,10 @@ def _batch_runner(ray_address: str | None):
 
 @main.command()
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--timing", is_flag=True, help="Also run both evaluators' benchmarks: ours/official per case.")
+@click.option("--timing", is_flag=True,
+              help="Both evaluators' benchmark mode instead of test: ours/official per case, one row per GPU at once.")
+@click.option("--rounds", default=1, show_default=True, type=click.IntRange(1, 20),
+              help="With --timing: runs of each side, the order swapped every round; means over the rounds.")
 @click.option("--only", default=None, metavar="REGEX", help="Only problem folders whose path matches.")
 @click.option("--solutions", default=None, metavar="REGEX", help="Only solutions whose path in the folder matches.")
 @click.option("--add", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -731,7 +734,7 @@ def _batch_runner(ray_address: str | None):
 @click.option("--jsonl", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Rows as they are decided, one JSON line each; a rerun reuses the rows it holds (resume). "
                    "Default: beside -o (its name with .jsonl).")
-def conform(path, timing, only, solutions, add, jobs, fmt, output, limit, jsonl):
+def conform(path, timing, rounds, only, solutions, add, jobs, fmt, output, limit, jsonl):
     """Our verdict beside the leaderboard's own evaluator on every problem folder and shipped solution
     under PATH (a reference-kernels checkout, a series folder, or one problem). Exit 1 on a verdict
     that differs where both ran. The official evaluator runs solutions unsandboxed, as its runner does."""
@@ -759,7 +762,8 @@ def conform(path, timing, only, solutions, add, jobs, fmt, output, limit, jsonl)
             with open(output, "a") as out:
                 out.write(conformance.markdown_row(row) + "\n")
 
-    rows = conformance.conform(path, timing, only, progress, jobs, solutions, tuple(add), limit or None, jsonl)
+    rows = conformance.conform(path, timing, only, progress, jobs, solutions, tuple(add), limit or None, jsonl,
+                               rounds)
     text = (conformance.render(rows, fmt) + "\n" + conformance.summary(rows) + "\n\n"
             + conformance.series_table(rows, fmt))
     click.echo(text)

@@ -57,8 +57,9 @@ class Side:
     ran: bool  # False: could not run here (why in reason)
     passed: bool = False
     reason: str = ""
-    means_ns: list = dataclasses.field(default_factory=list)  # per benchmark case, with --timing
+    means_ns: list = dataclasses.field(default_factory=list)  # per benchmark case, with --timing (mean of rounds)
     seconds: float = 0.0
+    rounds_ns: list = dataclasses.field(default_factory=list)  # with --timing: each round's means_ns
 
 
 @dataclasses.dataclass
@@ -100,6 +101,13 @@ class Row:
         official = self.official.means_ns  # ranking_by "last": both time the last case only
         mine = self.ours.means_ns[-len(official):] if official else []
         return [o / f for o, f in zip(mine, official) if o and f]
+
+    @property
+    def ratio_ranges(self) -> list:
+        """Per case, (lowest, highest) of ours/official over the rounds, round i against round i."""
+        pairs = [Row(self.problem, self.solution, "", Side(True, means_ns=f), Side(True, means_ns=o)).ratios
+                 for o, f in zip(self.ours.rounds_ns, self.official.rounds_ns)]
+        return [(min(col), max(col)) for col in zip(*pairs)] if len(pairs) > 1 else []
 
 
 # -- what a checkout holds --------------------------------------------------------------------------
@@ -373,13 +381,16 @@ def needs_emulation(folder: Path) -> bool:
 
 def conform(path: Path, timing: bool = False, only: str | None = None, progress=None, jobs: int = 1,
             solutions: str | None = None, add: tuple = (), limit: float | None = SOLUTION_LIMIT,
-            jsonl: Path | None = None) -> list[Row]:
+            jsonl: Path | None = None, rounds: int = 1) -> list[Row]:
     """Every solution of every problem under path, in table order (and the files in `add`, judged in
     every problem folder selected, e.g. a kernel of one's own with --only). jobs > 1 runs that many
     evaluators at once, spread over this machine's GPUs: each solution's two sides side by side (a row
     then costs its longer side: bioml/trimul's official evaluator takes about 70 s, ours several
-    minutes), jobs // 2 solutions at once; timing runs (--timing) always run
-    one at a time, after them. Where the folder's reference needs the FP4 GEMM this GPU lacks, both
+    minutes), jobs // 2 solutions at once. With timing (--timing) a row is both evaluators' benchmark
+    mode instead (its verdict is that mode's: each checks every case before timing it), the two one
+    after the other on one GPU and nothing else on that GPU meanwhile, one row per GPU at once;
+    rounds > 1 repeats the pair, the order swapped every round (official first, then ours first), and
+    a side's means are the mean of its rounds. Where the folder's reference needs the FP4 GEMM this GPU lacks, both
     sides run it emulated: ours with --emulate-blackwell, the official evaluator with the FP4 shim
     (labelled). limit: seconds per side and solution. jsonl: every row appended as it is decided;
     rows already there (same problem, solution file and --timing) are reused, not run again.
@@ -405,8 +416,8 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
     lock = threading.Lock()
     stopping = threading.Event()  # set on the way out: no new run starts, no row decided by the stop is kept
     gpus = devices()
-    together = jobs >= 2  # each row's two sides side by side, jobs // 2 rows at once: jobs evaluators in all
-    rows_at_once = max(1, jobs // 2) if together else 1
+    together = jobs >= 2 and not timing  # each row's two sides side by side, jobs // 2 rows at once
+    rows_at_once = max(1, jobs // 2) if together else len(gpus) if timing else 1  # timing: a GPU each
     slots = list(range(rows_at_once))  # a job slot's GPU: slot % number of GPUs
     sides = ThreadPoolExecutor(max_workers=rows_at_once, thread_name_prefix="conform-official")
 
@@ -419,6 +430,9 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
         try:
             if stopping.is_set():
                 raise RuntimeError("conform was stopped")
+            if timing:
+                side, mine, evaluator = timed_pair(folder, solution, emulate, limit, device, rounds, stopping)
+                return Row(problem, name, evaluator, side, mine, emulate, digest, timing)
             theirs = sides.submit(official, folder, solution, "test", False, emulate, limit, device)
             if not together:  # one evaluator at a time: ours after the official one
                 theirs.result()
@@ -452,11 +466,9 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
                 progress(done[key])
         else:
             todo.append(item)
-    # verdicts at once (jobs); the timing runs (--timing) after them, one at a time, so that no run
-    # times beside another (a row is then written once timed)
     pool = ThreadPoolExecutor(max_workers=rows_at_once)
     try:
-        for item, row in zip(todo, pool.map(lambda item: decide(item) if timing else record(decide(item)), todo)):
+        for item, row in zip(todo, pool.map(lambda item: record(decide(item)), todo)):
             rows[key_of(item)] = row
     except BaseException:  # stopped (SIGTERM, Ctrl-C): the rows on disk stay, the runs under way end now
         stopping.set()
@@ -466,14 +478,37 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
         raise
     pool.shutdown()
     sides.shutdown()
-    for item in todo if timing else ():
-        folder, solution, emulate = item
-        row = rows[key_of(item)]
-        if row.official.ran and row.official.passed and row.ours.passed:
-            row.official.means_ns = official(folder, solution, "benchmark", True, emulate, limit, gpus[0])[0].means_ns
-            row.ours.means_ns = ours(folder, solution, "benchmark", emulate, True, limit, gpus[0]).means_ns
-        record(row)
     return [rows[key_of(item)] for item in work]
+
+
+def timed_pair(folder: Path, solution: Path, emulate: bool, limit: float | None, device: str | None,
+               rounds: int, stopping: threading.Event) -> tuple[Side, Side, str]:
+    """Both evaluators' benchmark mode on one GPU, one after the other, `rounds` times with the order
+    swapped each round; a side's means_ns is the mean of its rounds (each round's in rounds_ns). Ends
+    early where a side did not run or did not pass (nothing to time)."""
+    sides: dict = {}
+    evaluator = "?"
+    for r in range(max(1, rounds)):
+        for who in (("official", "ours") if r % 2 == 0 else ("ours", "official")):
+            if stopping.is_set():
+                raise RuntimeError("conform was stopped")
+            if who == "official":
+                side, evaluator = official(folder, solution, "benchmark", True, emulate, limit, device)
+            else:
+                side = ours(folder, solution, "benchmark", emulate, True, limit, device)
+            first = sides.setdefault(who, side)
+            if side is not first:
+                first.seconds += side.seconds
+                if not (side.ran and side.passed):  # a later round that failed decides the row
+                    first.ran, first.passed, first.reason = side.ran, side.passed, side.reason
+            if side.means_ns:
+                first.rounds_ns.append(side.means_ns)
+        if not all(s.ran and s.passed for s in sides.values()):
+            break
+    for side in sides.values():
+        counts = {len(m) for m in side.rounds_ns}
+        side.means_ns = [sum(col) / len(col) for col in zip(*side.rounds_ns)] if len(counts) == 1 else []
+    return sides["official"], sides["ours"], evaluator
 
 
 def stop_children(grace: float = 5.0) -> None:
@@ -556,7 +591,9 @@ def render(rows: list[Row], fmt: str = "table") -> str:
     lines = []
     for r in rows:
         same = {True: "yes", False: "NO", None: "—"}[r.agree]
-        ratio = " ".join(f"{x:.3f}" for x in r.ratios) or "—"
+        spans = r.ratio_ranges
+        ratio = " ".join(f"{x:.3f}" + (f" [{spans[i][0]:.3f}-{spans[i][1]:.3f}]" if i < len(spans) else "")
+                         for i, x in enumerate(r.ratios)) or "—"
         reason = r.ours.reason if r.agree is not True or not r.ours.passed else ""
         if not r.official.ran:
             reason = (f"ours: {r.ours.reason}; " if r.ours.reason else "") + f"official: {r.official.reason}"

@@ -96,6 +96,15 @@ class Timing:
     # leaderboard warm-up and each leaderboard case (pmpp_v2's eval.py: 100 runs; nvidia's: 200 and
     # 1000); () where the file is not there to read (the judge's defaults, eval/judge/modes.py)
     budgets: tuple = ()
+    # the clock around the timed call: "events" (CUDA events: most series) or "host" (perf_counter_ns
+    # around the call and a torch.cuda.synchronize: the first pmpp series, amd); flush: whether the
+    # evaluator clears the L2 before each timed run (bioml's does not). Read from its benchmark loop.
+    clock: str = "events"
+    flush: bool = True
+    # its stop rule: stop once the standard error is under stop_rel_err of the mean, after at least
+    # stop_min_ns of wall time (nvidia's: 0.1 % and 100 ms; pmpp_v2's: no minimum; pmpp's: 1 %)
+    stop_rel_err: float = 0.001
+    stop_min_ns: float = 1e8
 
 
 BATCHED_EVALUATOR = "eval_better_bench"  # the leaderboard's batched evaluators' file names start so
@@ -158,10 +167,46 @@ def declared_timing(root: Path) -> Timing:
     except (OSError, UnicodeDecodeError):
         text = ""
     budgets = evaluator_budgets(text)
+    own = (*evaluator_clock(text), *evaluator_stop_rule(text))
     if not Path(source).name.startswith(BATCHED_EVALUATOR):
-        return Timing("per-call", BATCH_DEFAULT, source, budgets)
+        return Timing("per-call", BATCH_DEFAULT, source, budgets, *own)
     found = re.search(r"^NUM_ITERATIONS_PER_BENCHMARK\s*=\s*(\d+)", text, re.M)
-    return Timing("batched", int(found[1]) if found else BATCH_DEFAULT, source, budgets)
+    return Timing("batched", int(found[1]) if found else BATCH_DEFAULT, source, budgets, *own)
+
+
+def evaluator_stop_rule(source: str) -> tuple[float, float]:
+    """(relative error, minimum wall ns) of an evaluator's stop rule, read from its source: the
+    `stats.err / stats.mean < X` it stops at, and the `if i > 1 and elapsed > Y:` that guards it (0
+    where the guard is `if i > 1:` alone). The defaults (0.001, 1e8) where there is none to read."""
+    import re
+
+    number = r"([0-9.]+(?:[eE][+-]?\d+)?)"
+    err = re.search(r"\berr\s*/\s*\w+\.mean\s*<\s*" + number, source)
+    if err is None:
+        return 0.001, 1e8
+    guards = list(re.finditer(r"\bif\s*\(?\s*\w+\s*>\s*1\s*(?:and\s+\w+\s*>\s*" + number + r")?\s*\)?\s*:",
+                              source[:err.start()]))
+    return float(err[1]), float(guards[-1][1]) if guards and guards[-1][1] else 0.0
+
+
+def evaluator_clock(source: str) -> tuple[str, bool]:
+    """(clock, flush) of a leaderboard evaluator's timed call, read from its source: the clock read on
+    the line just before `... = custom_kernel(` (an event's .record(): "events"; time.perf_counter():
+    "host"), and whether the function holding that call clears the L2 (a clear_l2_cache call). The
+    defaults (events, flush) where no such call is found or there is no file to read."""
+    import re
+
+    call = r"[ \t]*\n[ \t]*[\w, ]+=\s*custom_kernel\("
+    events = re.search(r"^[ \t]*\w+\.record\(\)" + call, source, re.M)
+    host = re.search(r"^[ \t]*\w+\s*=\s*time\.perf_counter(?:_ns)?\(\)" + call, source, re.M)
+    timed = events or host
+    if timed is None:
+        return "events", True
+    begin = source.rfind("\ndef ", 0, timed.start())
+    end = source.find("\ndef ", timed.end())
+    body = source[max(begin, 0):end if end >= 0 else len(source)]
+    flush = bool(re.search(r"^[ \t]*[^#\n]*\bclear_l2_cache\w*\(", body, re.M))
+    return ("events" if events else "host"), flush
 
 
 def evaluator_budgets(source: str) -> tuple:

@@ -39,18 +39,25 @@ def calculate_stats(durations: list[float]) -> Stats:
     )
 
 
-def should_stop(durations: list[float], elapsed_ns: float, max_time_ns: float, wall_cap_ns: float = 120e9) -> bool:
-    """The leaderboard's stop rule, checked after each timed run: at least 3 runs and 100 ms of wall
-    time, then stop once the standard error is under 0.1 % of the mean, or the summed kernel time
-    passes max_time_ns, or the wall time passes wall_cap_ns (2 minutes)."""
-    if len(durations) < 3 or elapsed_ns <= 1e8:
+def should_stop(durations: list[float], elapsed_ns: float, max_time_ns: float, wall_cap_ns: float = 120e9,
+                rel_err: float = 0.001, min_elapsed_ns: float = 1e8) -> bool:
+    """The leaderboard's stop rule, checked after each timed run: at least 3 runs and min_elapsed_ns of
+    wall time (100 ms), then stop once the standard error is under rel_err of the mean (0.1 %), or the
+    summed kernel time passes max_time_ns, or the wall time passes wall_cap_ns (2 minutes). rel_err and
+    min_elapsed_ns are the folder's evaluator's (problem_folder.Timing)."""
+    if len(durations) < 3 or elapsed_ns <= min_elapsed_ns:
         return False
     stats = calculate_stats(durations)
     return (
-        stats.err / stats.mean < 0.001
+        stats.err / stats.mean < rel_err
         or stats.mean * stats.runs > max_time_ns
         or elapsed_ns > wall_cap_ns
     )
+
+
+def params_stop(params: dict) -> tuple[float, float]:
+    """(rel_err, min_elapsed_ns) of a runs request's params (eval/judge/runner.py runs_params)."""
+    return float(params.get("stop_rel_err", 0.001)), float(params.get("stop_min_ns", 1e8))
 
 
 def geomean(values: list[float]) -> float:

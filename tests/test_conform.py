@@ -73,6 +73,74 @@ def test_timing_method_is_the_declared_evaluators():
     assert problem_folder.declared_timing(ROOT).method == "per-call"
 
 
+HOST_TIMED = """
+def time_one(test, recheck, max_repeats, max_time_ns):
+    for i in range(max_repeats):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        out = custom_kernel(data)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter_ns()
+        runs.append(t1 - t0)
+        if i > 1:
+            s = calculate_stats(runs)
+            if s.err / s.mean < 0.01 or s.mean * s.runs > max_time_ns:
+                break
+"""
+
+EVENT_TIMED = """
+def flush():
+    pass
+
+
+def time_one(test, recheck, max_repeats, max_time_ns):
+    for i in range(max_repeats):
+        torch.cuda.synchronize()
+        # clear_l2_cache()  (a comment is no flush)
+        {flush}
+        a.record()
+        out = custom_kernel(data)
+        b.record()
+        total = time.perf_counter_ns() - begun
+        if (
+            i > 1 and total > 2e8
+        ):
+            s = calculate_stats(runs)
+            if s.err / s.mean < 0.002 or s.mean * s.runs > max_time_ns:
+                break
+"""
+
+
+def test_the_clock_flush_and_stop_rule_are_read_from_the_evaluators_loop():
+    """The first pmpp series and amd time with perf_counter_ns around the call and a synchronize, no L2
+    flush; bioml's events without a flush; the stop rule's threshold and minimum wall time differ too."""
+    assert problem_folder.evaluator_clock(HOST_TIMED) == ("host", False)
+    assert problem_folder.evaluator_stop_rule(HOST_TIMED) == (0.01, 0.0)
+    assert problem_folder.evaluator_clock(EVENT_TIMED.format(flush="clear_l2_cache()")) == ("events", True)
+    assert problem_folder.evaluator_clock(EVENT_TIMED.format(flush="pass")) == ("events", False)
+    assert problem_folder.evaluator_stop_rule(EVENT_TIMED) == (0.002, 2e8)
+    assert problem_folder.evaluator_clock("") == ("events", True)  # nothing to read: the defaults
+    assert problem_folder.evaluator_stop_rule("") == (0.001, 1e8)
+    assert problem_folder.declared_timing(ROOT).clock == "events" and problem_folder.declared_timing(ROOT).flush
+
+
+def test_the_judge_asks_the_worker_for_the_folders_clock(monkeypatch):
+    from types import SimpleNamespace
+
+    from eval.judge import runner
+
+    timing = problem_folder.Timing("per-call", 50, "../eval.py", (), "host", False, 0.01, 0.0)
+    monkeypatch.setattr(problem_folder, "current", lambda: SimpleNamespace(timing=timing))
+    monkeypatch.setattr(runner.torch.cuda, "is_available", lambda: True)
+    params = runner.runs_params({"seed": 1}, runner.Options(), (100, 1e9), False, check=False)
+    assert params["host_clock"] is True and params["flush"] is False
+    assert (params["stop_rel_err"], params["stop_min_ns"]) == (0.01, 0.0)
+    from eval.stats import should_stop
+    runs = [100.0, 101.0, 99.0, 100.0]
+    assert should_stop(runs, 1.0, 1e12, rel_err=0.01, min_elapsed_ns=0.0)  # 0.4 % < 1 %, no minimum wall time
+    assert not should_stop(runs, 1.0, 1e12)  # the defaults: 100 ms first, 0.1 %
+
+
 EVALUATOR_CALLS = """
 def run_benchmarking(logger, pool, tests):
     run_single_benchmark(pool, tests[0], False, 100, 10e7)
@@ -434,3 +502,52 @@ def test_an_output_is_expected_where_the_inputs_are(monkeypatch):
     assert not out.problem and torch.equal(out.tensor, values)
     refused = verdict.rebuild(entry, values.numpy().tobytes())
     assert refused.problem == "output is on cpu, expected cuda like the inputs"
+
+
+def test_timing_rows_run_benchmark_mode_a_gpu_each_in_swapped_rounds(monkeypatch):
+    """--timing: both sides' benchmark mode on the row's GPU, the order swapped each round, the means
+    over the rounds and each round kept; rows spread one per GPU (no evaluator runs here)."""
+    import threading
+
+    from eval import conform
+
+    calls = []
+    lock = threading.Lock()
+
+    def official(folder, solution, mode, timing, emulate, limit, device):
+        with lock:
+            calls.append(("official", folder.name, mode, timing, device))
+        return conform.Side(True, True, means_ns=[100.0 + len([c for c in calls if c[0] == "official"])]), "eval.py"
+
+    def ours(folder, solution, mode, emulate, timing, limit, device):
+        with lock:
+            calls.append(("ours", folder.name, mode, timing, device))
+        return conform.Side(True, True, means_ns=[110.0])
+
+    monkeypatch.setattr(conform, "official", official)
+    monkeypatch.setattr(conform, "ours", ours)
+    monkeypatch.setattr(conform, "devices", lambda: ["0", "1"])
+    rows = conform.conform(CONVENTIONS, timing=True, only="list_keys|dict_inputs", solutions="^submission.py$",
+                           rounds=3)
+    assert len(rows) == 2 and all(r.timing and r.agree for r in rows)
+    for row in rows:
+        mine = [c for c in calls if c[1] == Path(row.problem).name]
+        assert [c[0] for c in mine] == ["official", "ours", "ours", "official", "official", "ours"]
+        assert {c[2] for c in mine} == {"benchmark"} and all(c[3] for c in mine)
+        assert len({c[4] for c in mine}) == 1  # one GPU for the row's every run
+        assert len(row.official.rounds_ns) == 3 and len(row.ours.rounds_ns) == 3
+        assert row.official.means_ns == [sum(r[0] for r in row.official.rounds_ns) / 3]
+        low, high = row.ratio_ranges[0]
+        assert low <= row.ratios[0] <= high and high > low
+    assert {c[4] for c in calls} == {"0", "1"}  # the two rows on the two GPUs
+
+
+def test_a_timing_row_stops_at_the_first_round_a_side_fails(monkeypatch):
+    from eval import conform
+
+    monkeypatch.setattr(conform, "official", lambda *a: (conform.Side(True, True, means_ns=[1.0]), "eval.py"))
+    monkeypatch.setattr(conform, "ours", lambda *a: conform.Side(True, False, "mismatch", []))
+    monkeypatch.setattr(conform, "devices", lambda: ["0"])
+    [row] = conform.conform(CONVENTIONS, timing=True, only="list_keys", solutions="^submission.py$", rounds=4)
+    assert row.agree is False and row.ours.reason == "mismatch" and len(row.official.rounds_ns) == 1
+    assert row.ratios == [] and row.ratio_ranges == []

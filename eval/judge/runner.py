@@ -137,7 +137,10 @@ def describe_environment(sandbox: dict | None = None) -> Environment:
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         env.gpu, env.sm_count, env.capability = props.name, props.multi_processor_count, f"{props.major}.{props.minor}"
         env.l2_bytes, env.memory_bytes, env.cuda_runtime = props.L2_cache_size, props.total_memory, torch.version.cuda
-        env.driver, env.timer = _driver_version(), "cuda-events"
+        declared = problem_folder.current().timing
+        env.driver = _driver_version()
+        env.timer = ("host-clock (synchronized, as the folder's evaluator)" if declared.clock == "host"
+                     else "cuda-events") + ("" if declared.flush else ", no L2 flush (as the folder's evaluator)")
     else:
         env.gpu, env.timer = "CPU (no CUDA)", "host-clock (no CUDA)"
     return env
@@ -241,8 +244,10 @@ def runs_params(args: dict, options: Options, budget: tuple, fresh_seeds: bool, 
                 check: bool = True) -> dict:
     cuda = torch.cuda.is_available()
     max_repeats, max_time_ns = budget
+    declared = problem_folder.current().timing  # the folder's evaluator's clock and flush
     return {
-        "cuda": cuda, "flush": cuda, "wait_ns": float(options.gap_us) * 1e3, "flush_l2_multiple": FLUSH_L2_MULTIPLE,
+        "cuda": cuda, "flush": cuda and declared.flush, "host_clock": cuda and declared.clock == "host",
+        "stop_rel_err": declared.stop_rel_err, "stop_min_ns": declared.stop_min_ns, "wait_ns": float(options.gap_us) * 1e3, "flush_l2_multiple": FLUSH_L2_MULTIPLE,
         "canary": canaries(args) if check else [], "check": check, "seed": int(args["seed"]),
         "fresh_seeds": fresh_seeds, "batch": options.batch if options.method == "batched" else 1,
         "max_repeats": int(max_repeats), "max_time_ns": float(max_time_ns), "wall_cap_ns": float(options.wall_cap_s) * 1e9,
