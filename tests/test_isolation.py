@@ -427,3 +427,24 @@ def test_a_worker_cannot_reschedule_a_neighbour(tmp_path):
     finally:
         victim.kill()
         victim.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a uid of its own needs root")
+def test_a_uid_is_signalled_whole_by_a_spawned_helper_not_a_fork_of_the_judge(monkeypatch):
+    """_signal_uid kills every process of the uid (kill(-1) as that uid) and no longer forks the judge
+    (a fork of a judge holding CUDA's mappings took about 3 s on the GPU machines)."""
+    from eval.judge import lifecycle
+
+    uid = 1_300_000_000 + os.getpid() % 1000
+    procs = [subprocess.Popen(["sleep", "60"], user=uid, group=uid) for _ in range(3)]
+    mine = subprocess.Popen(["sleep", "60"])  # another uid's process: untouched
+    monkeypatch.setattr(os, "fork", lambda: (_ for _ in ()).throw(AssertionError("the judge forked")))
+    try:
+        lifecycle._signal_uid(uid, signal.SIGKILL)
+        assert [p.wait(timeout=10) for p in procs] == [-signal.SIGKILL] * 3
+        time.sleep(0.1)
+        assert mine.poll() is None
+    finally:
+        mine.kill()
+        for p in procs:
+            p.kill()
