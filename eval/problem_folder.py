@@ -177,13 +177,13 @@ def declared_timing(root: Path) -> Timing:
 def evaluator_stop_rule(source: str) -> tuple[float, float]:
     """(relative error, minimum wall ns) of an evaluator's stop rule, read from its source: the
     `stats.err / stats.mean < X` it stops at, and the `if i > 1 and elapsed > Y:` that guards it (0
-    where the guard is `if i > 1:` alone). The defaults (0.001, 1e8) where there is none to read."""
+    where the guard is `if i > 1:` alone). Timing's defaults where there is none to read."""
     import re
 
     number = r"([0-9.]+(?:[eE][+-]?\d+)?)"
     err = re.search(r"\berr\s*/\s*\w+\.mean\s*<\s*" + number, source)
     if err is None:
-        return 0.001, 1e8
+        return Timing.stop_rel_err, Timing.stop_min_ns
     guards = list(re.finditer(r"\bif\s*\(?\s*\w+\s*>\s*1\s*(?:and\s+\w+\s*>\s*" + number + r")?\s*\)?\s*:",
                               source[:err.start()]))
     return float(err[1]), float(guards[-1][1]) if guards and guards[-1][1] else 0.0
@@ -192,8 +192,8 @@ def evaluator_stop_rule(source: str) -> tuple[float, float]:
 def evaluator_clock(source: str) -> tuple[str, bool]:
     """(clock, flush) of a leaderboard evaluator's timed call, read from its source: the clock read on
     the line just before `... = custom_kernel(` (an event's .record(): "events"; time.perf_counter():
-    "host"), and whether the function holding that call clears the L2 (a clear_l2_cache call). The
-    defaults (events, flush) where no such call is found or there is no file to read."""
+    "host"), and whether the function holding that call clears the L2 (a clear_l2_cache call).
+    Timing's defaults (events, flush) where no such call is found or there is no file to read."""
     import re
 
     call = r"[ \t]*\n[ \t]*[\w, ]+=\s*custom_kernel\("
@@ -201,7 +201,7 @@ def evaluator_clock(source: str) -> tuple[str, bool]:
     host = re.search(r"^[ \t]*\w+\s*=\s*time\.perf_counter(?:_ns)?\(\)" + call, source, re.M)
     timed = events or host
     if timed is None:
-        return "events", True
+        return Timing.clock, Timing.flush
     begin = source.rfind("\ndef ", 0, timed.start())
     end = source.find("\ndef ", timed.end())
     body = source[max(begin, 0):end if end >= 0 else len(source)]

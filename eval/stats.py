@@ -55,11 +55,6 @@ def should_stop(durations: list[float], elapsed_ns: float, max_time_ns: float, w
     )
 
 
-def params_stop(params: dict) -> tuple[float, float]:
-    """(rel_err, min_elapsed_ns) of a runs request's params (eval/judge/runner.py runs_params)."""
-    return float(params.get("stop_rel_err", 0.001)), float(params.get("stop_min_ns", 1e8))
-
-
 def geomean(values: list[float]) -> float:
     if not values or any(v <= 0 for v in values):
         raise ValueError("geometric mean needs positive values")

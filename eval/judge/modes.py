@@ -35,7 +35,7 @@ from eval.judge.off_stream import (  # noqa: F401 (re-exported: tests and experi
     STRADDLE_MIN_WAIT_NS, l2_kept_reason, log_straddle, off_stream_reason, straddle_excess, straddle_reason)
 from eval.judge.worker_start import DEFAULT_LOAD_TIMEOUT_S, WorkerProcess  # noqa: F401 (re-exported)
 from eval.records import CaseResult, RunRecord, Timing
-from eval.stats import calculate_stats, params_stop, score, should_stop
+from eval.stats import calculate_stats, score, should_stop
 
 # (max repeats, max summed kernel ns) for the warm-up and for each case: the problem's evaluator's own
 # where its file is there to read (budgets()), else these, those of nvidia/eval.py and eval_better_bench.py
@@ -365,7 +365,7 @@ def timed(runner: Runner, result: CaseResult, options: Options, budget: tuple, f
             result.host_us = reply.header["host_ns"] / 1e3
         samples += got
         if chunk >= max_repeats or not got or should_stop(samples, time.monotonic_ns() - started, max_time_ns,
-                                                          options.wall_cap_s * 1e9, *params_stop(params)):
+                                                          options.wall_cap_s * 1e9, params["stop_rel_err"], params["stop_min_ns"]):
             break
     return samples
 

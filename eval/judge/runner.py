@@ -247,7 +247,8 @@ def runs_params(args: dict, options: Options, budget: tuple, fresh_seeds: bool, 
     declared = problem_folder.current().timing  # the folder's evaluator's clock and flush
     return {
         "cuda": cuda, "flush": cuda and declared.flush, "host_clock": cuda and declared.clock == "host",
-        "stop_rel_err": declared.stop_rel_err, "stop_min_ns": declared.stop_min_ns, "wait_ns": float(options.gap_us) * 1e3, "flush_l2_multiple": FLUSH_L2_MULTIPLE,
+        "stop_rel_err": declared.stop_rel_err, "stop_min_ns": declared.stop_min_ns,
+        "wait_ns": float(options.gap_us) * 1e3, "flush_l2_multiple": FLUSH_L2_MULTIPLE,
         "canary": canaries(args) if check else [], "check": check, "seed": int(args["seed"]),
         "fresh_seeds": fresh_seeds, "batch": options.batch if options.method == "batched" else 1,
         "max_repeats": int(max_repeats), "max_time_ns": float(max_time_ns), "wall_cap_ns": float(options.wall_cap_s) * 1e9,
