@@ -158,18 +158,17 @@ def test_reference_is_self_contained():
 
 
 def test_large_outputs_are_timed_in_several_replies(monkeypatch, tmp_path):
-    """Where the outputs of all runs would not fit one reply, the judge asks for as many runs as fit,
-    judges each reply, and applies the stop rule over all of them."""
+    """Where the outputs a reply carries reach max_blob, the worker ends that reply and the judge asks
+    again for the rest, judges each reply, and applies the stop rule over all of them."""
     from eval import problem_folder
     from eval.cases import make_case
-    from eval.judge import modes
+    from eval.judge import modes, runner as runner_module
 
     try:
         problem_folder.use(PROBLEM)
         case = make_case({"size": 64, "seed": 3})
-        monkeypatch.setattr(modes, "MAX_REPLY_BYTES", 3 * 64 * 64 * 2)  # one run's output (and its synced copy)
+        monkeypatch.setattr(runner_module, "MAX_REPLY_BYTES", 64 * 64 * 2)  # one run's output
         options = modes.Options(timeout=120, wall_cap_s=60.0, baseline=False, log_dir=tmp_path)
-        assert modes.runs_per_reply(case.args, options, 10) == 1
         calls = []
         runner = modes.Runner(SUBS / "honest.py", options)
         original = runner.call
@@ -179,6 +178,60 @@ def test_large_outputs_are_timed_in_several_replies(monkeypatch, tmp_path):
         finally:
             runner.close()
         assert len(samples) == 4 and calls == ["runs"] * 4
+    finally:
+        problem_folder.use(ROOT)
+
+
+def test_an_output_the_same_as_an_earlier_one_is_not_sent_again(monkeypatch, tmp_path):
+    """Every run of a case without canaries has the same input: the worker sends the first output
+    whole and each later one that is the same byte for byte as {"same_as": 0}; the judge accepts
+    those only as references to an earlier whole output of the same input (#37: a 1.6 GB output was
+    read back twice and judged again every run)."""
+    from eval import problem_folder
+    from eval.cases import make_case
+    from eval.judge import modes, verdict
+
+    try:
+        problem_folder.use(PROBLEM)
+        case = make_case({"size": 64, "seed": 3})
+        options = modes.Options(timeout=120, wall_cap_s=60.0, baseline=False, log_dir=tmp_path)
+        replies = []
+        runner = modes.Runner(SUBS / "honest.py", options)
+        original = runner.call
+        monkeypatch.setattr(runner, "call", lambda op, payload, timeout=None: replies.append(original(op, payload)) or replies[-1])
+        try:
+            samples = modes.timed(runner, modes.new_case(case, options), options, (5, modes.NO_LIMIT), False)
+        finally:
+            runner.close()
+        assert len(samples) == 5 and len(replies) == 1
+        reply = replies[0]
+        outs = [run["calls"][0]["out"] for run in reply.header["runs"]]
+        assert "blob" in outs[0] and outs[1:] == [{"same_as": 0}] * 4 and len(reply.blob) == 64 * 64 * 2, outs
+        assert modes.judge_runs(reply, case.args)[1] is None
+        reply.header["runs"][2]["calls"][0]["out"] = {"same_as": 3}  # a later run: a lie
+        with pytest.raises(verdict.Tampered):
+            modes.judge_runs(reply, case.args)
+        reply.header["runs"][2]["calls"][0]["out"] = {"same_as": 1}  # itself a reference: a lie
+        with pytest.raises(verdict.Tampered):
+            modes.judge_runs(reply, case.args)
+    finally:
+        problem_folder.use(ROOT)
+
+
+def test_host_cost_batches_are_left_out_where_their_inputs_and_outputs_would_not_fit(monkeypatch):
+    """The host-cost batches hold HOST_CALLS inputs and read back every output: a case whose bytes
+    would pass HOST_COST_MAX_BYTES gets none (bioml/trimul's largest: over 200 GB) instead of a worker
+    that runs out of memory."""
+    from eval import problem_folder
+    from eval.cases import make_case
+    from eval.judge import modes, runner as runner_module
+
+    try:
+        problem_folder.use(PROBLEM)
+        args = make_case({"size": 64, "seed": 3}).args
+        assert modes.runs_params(args, modes.Options(), (10, 1e9), False, host_calls=20)["host_calls"] == 20
+        monkeypatch.setattr(runner_module, "HOST_COST_MAX_BYTES", 20 * 64 * 64 * 2)
+        assert modes.runs_params(args, modes.Options(), (10, 1e9), False, host_calls=20)["host_calls"] == 0
     finally:
         problem_folder.use(ROOT)
 

@@ -315,10 +315,13 @@ def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
         kept = l2_kept_reason(i, run) or off_stream_reason(i, run)
         if kept:
             return samples, kept
-        for call in run["calls"]:
+        for slot, call in enumerate(run["calls"]):
             data = inputs.after_canary(int(call["seed"]), regions, call["canary"])
             if "out" not in call:
                 continue  # unchecked harness kernels (floors, baselines)
+            if "same_as" in call["out"]:
+                verdict.same_as_judged(reply, i, slot)
+                continue
             reason = verdict.judge_output(data, call["out"], reply.blob, call.get("synced"))
             if reason:
                 return samples, f"timed run {i + 1}: {reason}"
@@ -337,14 +340,14 @@ def judge_runs(reply: Reply, args: dict) -> tuple[list[float], str | None]:
 def timed(runner: Runner, result: CaseResult, options: Options, budget: tuple, fresh_seeds: bool,
           host_calls: int = 0) -> list[float]:
     """The timed runs of one case, every output judged; raises WorkerFailure with the reason. One
-    request, unless the outputs of all runs would not fit one reply (large outputs): then requests of
-    as many runs as fit, with the leaderboard's stop rule applied again over all of them."""
+    request, unless the worker ended its reply early because the outputs it carries reached max_blob
+    (large outputs that differ from run to run; an output the same as an earlier one of the reply
+    carries no bytes): then more requests, with the leaderboard's stop rule applied again over all."""
     max_repeats, max_time_ns = budget
-    chunk = runs_per_reply(result.args, options, max_repeats)
     samples: list[float] = []
     started = time.monotonic_ns()
     while len(samples) < max_repeats:
-        n = min(chunk, max_repeats - len(samples))
+        n = max_repeats - len(samples)
         params = runs_params(result.args, options, (n, max(max_time_ns - sum(samples), 1.0)), fresh_seeds,
                              host_calls if not samples else 0)
         reply = runner.call("runs", {"args": result.args, "params": params})
@@ -364,19 +367,13 @@ def timed(runner: Runner, result: CaseResult, options: Options, budget: tuple, f
         if reply.header.get("host_ns", -1) > 0:
             result.host_us = reply.header["host_ns"] / 1e3
         samples += got
-        if chunk >= max_repeats or not got or should_stop(samples, time.monotonic_ns() - started, max_time_ns,
-                                                          options.wall_cap_s * 1e9, params["stop_rel_err"], params["stop_min_ns"]):
+        # the first reply, ended by the worker's own stop rule, saw every sample; a later one saw its own only
+        cut = len(got) < n and len(reply.blob) >= params["max_blob"]  # the reply's bytes ended it, not the stop rule
+        whole = not cut and len(samples) == len(got)
+        if not got or whole or should_stop(samples, time.monotonic_ns() - started, max_time_ns, options.wall_cap_s * 1e9,
+                                           params["stop_rel_err"], params["stop_min_ns"]):
             break
     return samples
-
-
-MAX_REPLY_BYTES = 256 << 20  # output snapshots one reply may carry
-
-
-def runs_per_reply(args: dict, options: Options, max_repeats: int) -> int:
-    """How many runs' output snapshots fit one reply (sized by the reference's own output)."""
-    per_run = 2 * max(1, case_profile(args).output_bytes) * (options.batch if options.method == "batched" else 1)  # + synced
-    return max(1, min(max_repeats, MAX_REPLY_BYTES // per_run))
 
 
 def run_benchmarks(submission: Path, cases: list[Case], options: Options, leaderboard: bool = False,

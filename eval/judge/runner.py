@@ -53,6 +53,7 @@ class Options:
     host_cost: bool = True  # the back-to-back calls of the host-cost column
 
 
+MAX_REPLY_BYTES = 256 << 20  # output bytes after which a runs reply ends (the judge asks again for the rest)
 SNAPSHOT_SLACK = 16  # an output may be a view into a buffer this many times its size (or 1 MiB)
 
 
@@ -173,6 +174,7 @@ class CaseProfile:
     # those generate_input leaves undefined: case_outputs
     outputs: frozenset = frozenset()
     opaque: tuple = ()  # objects of generate_input's result with state of their own (problem_folder.opaque)
+    input_bytes: int = 0  # the size of generate_input's tensors
 
 
 _PROFILES: dict = {}
@@ -210,7 +212,8 @@ def case_profile(args: dict) -> CaseProfile:
         last = {tensors[-1]} if tensors and tuple(items[tensors[-1]].shape) in shapes else set()
         size = sum(t.numel() * t.element_size() for t in outputs if isinstance(t, torch.Tensor))
         _HASHES[key] = before
-        _PROFILES[key] = CaseProfile(len(items), written, size, frozenset(written | last), opaque)
+        held = sum(t.numel() * t.element_size() for t in items if isinstance(t, torch.Tensor))
+        _PROFILES[key] = CaseProfile(len(items), written, size, frozenset(written | last), opaque, held)
     return _PROFILES[key]
 
 
@@ -240,6 +243,19 @@ def case_outputs(args: dict) -> frozenset:
     return profile.outputs | _UNDEFINED[key]
 
 
+HOST_COST_MAX_BYTES = 4 << 30  # the host-cost batches hold HOST_CALLS inputs and read back every output
+
+
+def host_cost_fits(args: dict, calls: int) -> bool:
+    """Whether the host-cost batches fit: `calls` inputs held at once and HOST_BATCHES x calls outputs
+    read back (bioml/trimul's largest case: 20 inputs and 140 outputs of 1.6 GB each, over 200 GB). Where
+    they do not, the case has no host cost (its column shows —)."""
+    if calls <= 0:
+        return True
+    profile = case_profile(args)
+    return calls * (profile.input_bytes + HOST_BATCHES * profile.output_bytes) <= HOST_COST_MAX_BYTES
+
+
 def runs_params(args: dict, options: Options, budget: tuple, fresh_seeds: bool, host_calls: int = 0,
                 check: bool = True) -> dict:
     cuda = torch.cuda.is_available()
@@ -252,5 +268,7 @@ def runs_params(args: dict, options: Options, budget: tuple, fresh_seeds: bool, 
         "canary": canaries(args) if check else [], "check": check, "seed": int(args["seed"]),
         "fresh_seeds": fresh_seeds, "batch": options.batch if options.method == "batched" else 1,
         "max_repeats": int(max_repeats), "max_time_ns": float(max_time_ns), "wall_cap_ns": float(options.wall_cap_s) * 1e9,
-        "host_calls": host_calls if options.host_cost else 0, "max_span": max_span(args) if check else 1 << 30,
+        "host_calls": host_calls if options.host_cost and host_cost_fits(args, host_calls) else 0,
+        "max_span": max_span(args) if check else 1 << 30,
+        "max_blob": MAX_REPLY_BYTES,
     }

@@ -364,3 +364,18 @@ def judge_output(data, entry: dict, blob: bytes, synced: dict | None = None) -> 
     if prefilled is not None:
         return PREFILLED.format(problem_folder.current().input_name(prefilled, names))
     return message
+
+
+def same_as_judged(reply, i: int, slot: int) -> None:
+    """A call whose output the worker found byte for byte the same as the one it sent whole in an
+    earlier run of this reply ({"same_as": r}) is right where that one was: modes.judge_runs judged it
+    against the same input (the same seed; no canary regions, so no run's canary changes it) and
+    would have stopped at it. Anything else is a reply that lies: Tampered."""
+    runs = reply.header["runs"]
+    call = runs[i]["calls"][slot]
+    r = call["out"]["same_as"]
+    first = runs[r]["calls"][slot] if type(r) is int and 0 <= r < i and slot < len(runs[r]["calls"]) else {}
+    if ("out" not in first or "same_as" in first["out"] or "synced" in call or "synced" in first
+            or reply.header["params"]["canary"]
+            or first.get("seed") != call["seed"]):
+        raise Tampered(f"timed run {i + 1}: its output is given as the same as run {r}'s, which it cannot be")

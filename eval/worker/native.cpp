@@ -73,6 +73,7 @@ namespace py = pybind11;
 #include "native/sha256.h"
 #include "native/system.h"
 #include "native/key.h"
+#include "native/kernels.h"
 #include "native/driver.h"
 #include "native/watch.h"
 #include "native/reply.h"

@@ -93,6 +93,7 @@ struct Snap {
   uint8_t* src = nullptr;
   size_t span = 0;
   std::string bytes;
+  DrvPtr dev = 0;  // a GPU leaf's copy in device memory of ours (snapshot_dev), before its bytes are read back
 };
 
 // The most bytes one output tensor may span: the judge's "max_span" (its reply limit per call, sized
@@ -253,6 +254,132 @@ static bool same_layout(const Snap& a, const Snap& b) {
   return true;
 }
 
+// Output copies on the GPU (timed_calls): a GPU leaf's snapshot is first a copy into device memory
+// of ours, queued on the stream at the end clock as snapshot() would queue its read-back; after the
+// sync it is compared there (unchanged_since; same_output against an earlier run's copy) and read
+// back only when its bytes go to the judge. One read-back of a large output instead of two (a 1.6 GB
+// output took two copies through pageable memory each run), none for an output the same as before.
+struct DevArena {  // one device allocation of ours, grown on demand; callers synchronise before it grows
+  DrvPtr p = 0;
+  size_t n = 0;
+  DevArena() = default;
+  DevArena(const DevArena&) = delete;
+  DevArena(DevArena&& o) noexcept : p(o.p), n(o.n) { o.p = 0, o.n = 0; }
+  ~DevArena() {
+    if (p) D.cuMemFree(p);
+  }
+  void reserve(size_t want) {
+    if (want <= n) return;
+    if (p) ck(D.cuMemFree(p), "free output copies");
+    p = 0, n = 0;
+    ck(D.cuMemAlloc(&p, want), "output copies");
+    n = want;
+  }
+};
+
+static size_t round_up(size_t n) { return (n + 255) / 256 * 256; }
+
+static size_t dev_bytes(const Snap& s) {  // the device memory the GPU leaves' copies take
+  size_t n = 0;
+  for (const Snap& part : s.parts) n += dev_bytes(part);
+  if (s.kind.empty() && s.problem.empty() && s.cuda && s.span) n += round_up(s.span);
+  return n;
+}
+
+// Whether the n bytes at a and at b are the same, asked of our compare kernel on the stream (waits).
+// "Same" needs proof: a random nonzero word, in a slot of G.flag's 64 used in turn, that the kernel
+// overwrites with 0 on any difference; a word written there by anyone else reads as "differs".
+static bool dev_same(DrvPtr a, DrvPtr b, size_t n) {
+  if (n == 0) return true;
+  static unsigned slot = 0;
+  slot = (slot + 1) % 64;
+  DrvPtr flag = G.flag + 4 * slot;
+  static uint32_t nonce;
+  do nonce = (uint32_t)os_random64(); while (nonce == 0);
+  uint32_t got = 0;
+  unsigned long long bytes = n;
+  void* args[] = {&a, &b, &bytes, &flag};
+  ck(D.cuMemcpyHtoDAsync(flag, &nonce, sizeof nonce, nullptr), "compare");
+  ck(D.cuLaunchKernel(G.same_bytes, 1024, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr), "compare");
+  ck(D.cuMemcpyDtoHAsync(&got, flag, sizeof got, nullptr), "compare");
+  ck(D.cuStreamSynchronize(nullptr), "compare");
+  return got == nonce;
+}
+
+// Whether a GPU leaf of s lies in [lo, lo + n): an output placed in the worker's own copies.
+static bool overlaps(const Snap& s, DrvPtr lo, size_t n) {
+  for (const Snap& part : s.parts)
+    if (overlaps(part, lo, n)) return true;
+  if (!s.kind.empty() || !s.cuda || !s.span || !n) return false;
+  DrvPtr p = (DrvPtr)s.src;
+  return p < lo + n && lo < p + s.span;
+}
+
+// The SHA-256 of the bytes of s's leaves in order (a whole output as the judge gets it).
+static void digest_leaves(const Snap& s, sha::Ctx& c) {
+  for (const Snap& part : s.parts) digest_leaves(part, c);
+  if (s.kind.empty()) sha::update(c, (const uint8_t*)s.bytes.data(), s.bytes.size());
+}
+
+// The SHA-256 of a kept output's GPU copies read back, and its CPU leaves' bytes, in leaf order.
+static void digest_kept(const Snap& s, sha::Ctx& c) {
+  for (const Snap& part : s.parts) digest_kept(part, c);
+  if (!s.kind.empty()) return;
+  if (!s.dev) { sha::update(c, (const uint8_t*)s.bytes.data(), s.bytes.size()); return; }
+  std::string back(s.span, '\0');
+  ck(D.cuMemcpyDtoHAsync(&back[0], s.dev, s.span, nullptr), "output copy check");
+  ck(D.cuStreamSynchronize(nullptr), "output copy check");
+  sha::update(c, (const uint8_t*)back.data(), back.size());
+}
+
+// snapshot(), with each GPU leaf's copy queued into the arena at `at` instead of read back.
+static void snapshot_dev(Snap& s, DrvPtr base, size_t& at) {
+  for (Snap& part : s.parts) snapshot_dev(part, base, at);
+  if (!s.kind.empty() || !s.problem.empty() || s.span == 0) return;
+  if (!s.cuda) { snapshot(s); return; }
+  s.dev = base + at;
+  at += round_up(s.span);
+  ck(D.cuMemcpyDtoDAsync(s.dev, (DrvPtr)s.src, s.span, nullptr), "output snapshot");
+}
+
+// The bytes of every GPU leaf read back from its copy (queued; the caller synchronises).
+static void read_back(Snap& s) {
+  for (Snap& part : s.parts) read_back(part);
+  if (!s.dev || !s.bytes.empty() || s.span == 0) return;
+  s.bytes.resize(s.span);
+  ck(D.cuMemcpyDtoHAsync(&s.bytes[0], s.dev, s.span, nullptr), "output snapshot");
+  s.dev = 0;
+}
+
+// a, with its GPU leaves' copies copied on into the arena at `at` (queued) and its CPU leaves' bytes:
+// what a later run's output is compared with (same_output).
+static Snap keep_copy(const Snap& a, DrvPtr base, size_t& at) {
+  Snap k = a;
+  k.parts.clear();
+  for (const Snap& part : a.parts) k.parts.push_back(keep_copy(part, base, at));
+  if (a.kind.empty() && a.dev && a.span) {
+    k.dev = base + at;
+    at += round_up(a.span);
+    ck(D.cuMemcpyDtoDAsync(k.dev, a.dev, a.span, nullptr), "output copy");
+  }
+  return k;
+}
+
+// Whether output `now` (its GPU leaves still in device copies) holds what `kept` held: the same
+// structure, dtypes, sizes, strides and values, and the same bytes (its storage may be another).
+static bool same_output(const Snap& now, const Snap& kept) {
+  if (now.problem != kept.problem || !now.problem.empty() || now.kind != kept.kind || now.type_name != kept.type_name ||
+      now.value != kept.value || now.keys != kept.keys || now.parts.size() != kept.parts.size() ||
+      now.dtype != kept.dtype || now.sizes != kept.sizes || now.strides != kept.strides || now.offset != kept.offset ||
+      now.cuda != kept.cuda || now.span != kept.span)
+    return false;
+  for (size_t i = 0; i < now.parts.size(); i++)
+    if (!same_output(now.parts[i], kept.parts[i])) return false;
+  if (!now.kind.empty() || now.span == 0) return true;
+  if (now.cuda) return now.dev && kept.dev && dev_same(now.dev, kept.dev, now.span);
+  return now.bytes.size() == now.span && now.bytes == kept.bytes;
+}
+
 // Whether the output is, after the sync, what `now` copied at the end clock: the same structure over
 // the same memory, and the same bytes there (read back in pieces: no second whole copy of a GBs
 // output). Called in a quiet window, after the sync, as the second snapshot it stands in for.
@@ -264,6 +391,7 @@ static bool unchanged_since(const Snap& now, const Snap& later) {
     return true;
   }
   if (!now.problem.empty() || now.span == 0) return true;
+  if (now.cuda && now.dev) return dev_same(now.dev, (DrvPtr)now.src, now.span);
   if (now.bytes.size() != now.span) return false;
   if (!now.cuda) return readable(now.src, now.span) != 0 && memcmp(now.bytes.data(), now.src, now.span) == 0;
   static std::string piece;

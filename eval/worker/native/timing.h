@@ -51,6 +51,25 @@ static py::object call_kernel(py::handle kernel, py::handle data) {
 struct Outcome {
   Snap now, synced;     // synced: taken after the sync only where the output changed since now
   bool changed = false;  // the output's bytes after the sync differ from now's (the call went on past its end clock)
+  bool same = false;     // now holds what the kept output of its input slot holds (no bytes read back)
+  bool kept = false;     // now became its slot's kept output
+};
+
+// Outputs kept on the GPU across the runs of one runs() request (none, where every run's input
+// differs: canaries or fresh seeds): per input slot, the first output read back whole, in device
+// memory of ours, and the run it came from. A later output that is the same, byte for byte and in
+// layout, is sent as {"same_as": that run} (the judge has judged that run's output against the same
+// input); the device copies of each run's outputs live in `now`.
+struct Kept {
+  bool valid = false;
+  int64_t run = -1;
+  Snap snap;
+  DevArena arena;
+  uint8_t digest[32] = {};  // of the bytes sent whole for that run: the copy is checked against it (check_kept)
+};
+struct OutputCopies {
+  std::vector<DevArena> now;  // per input slot
+  std::vector<Kept> kept;     // per input slot; empty: nothing is kept
 };
 
 struct Timed {
@@ -70,11 +89,33 @@ struct Timed {
 // settle: without the flush, the device is synchronised after the canaries, so the run starts on an
 // idle GPU as the evaluator's synchronize leaves it (the timed runs; a trial's call needs no such wait).
 // host_clock: Clock's host mode.
+static const char* const OUTPUT_IN_OURS = "output lies in the worker's own copies of outputs";
+
+// After a request's timed runs: every kept copy must still hold the bytes sent whole for its run (a
+// copy the submission overwrote to pass a wrong output as the same is found here); then the copies go.
+static void check_kept(OutputCopies& oc) {
+  for (Kept& k : oc.kept) {
+    if (!k.valid) continue;
+    sha::Ctx c;
+    uint8_t now[32];
+    digest_kept(k.snap, c);
+    sha::final(c, now);
+    if (memcmp(now, k.digest, 32) != 0)
+      throw std::runtime_error("timing tampered: a kept output copy of the worker's changed after it was sent");
+  }
+  oc.kept.clear();
+  oc.now.clear();
+}
+
+// copies: where the GPU outputs' copies go and what is kept (runs()); null: copies of the call's own.
 static Timed timed_calls(py::handle kernel, const std::vector<py::object>& inputs,
                          const std::vector<std::vector<View>>& views, const std::vector<Region>& rs,
                          const std::vector<CanaryPlan>& plans, bool cuda, bool flush, double wait_ns, bool snap,
-                         bool settle = false, bool host_clock = false) {
+                         bool settle = false, bool host_clock = false, OutputCopies* copies = nullptr) {
   Timed t;
+  OutputCopies own;
+  OutputCopies& oc = copies ? *copies : own;
+  if (oc.now.size() < inputs.size()) oc.now.resize(inputs.size());
   Clock clock{cuda, host_clock};
   std::vector<py::object> results;  // released after the window: a __del__ of the submission's may run then
   Quiet quiet;                      // from here to the start clock, then from the end clock on
@@ -97,7 +138,13 @@ static Timed timed_calls(py::handle kernel, const std::vector<py::object>& input
   if (snap)
     for (size_t i = 0; i < results.size(); i++) {
       t.outs[i].now = describe_output(results[i].ptr());
-      snapshot(t.outs[i].now);
+      for (size_t j = 0; j < oc.now.size() && t.outs[i].now.problem.empty(); j++)
+        if (overlaps(t.outs[i].now, oc.now[j].p, oc.now[j].n) ||
+            (j < oc.kept.size() && overlaps(t.outs[i].now, oc.kept[j].arena.p, oc.kept[j].arena.n)))
+          { t.outs[i].now = Snap(); t.outs[i].now.problem = OUTPUT_IN_OURS; }
+      size_t at = 0;
+      if (cuda) oc.now[i].reserve(dev_bytes(t.outs[i].now));
+      snapshot_dev(t.outs[i].now, oc.now[i].p, at);  // GPU leaves: copies on the stream, after the calls
     }
   t.ns = clock.elapsed_ns();
   if (cuda && flush) {
@@ -118,6 +165,18 @@ static Timed timed_calls(py::handle kernel, const std::vector<py::object>& input
         t.outs[i].synced = std::move(later);
         snapshot(t.outs[i].synced);
       }
+    for (size_t i = 0; i < results.size(); i++) {  // the same as the slot's kept output, or read back
+      Outcome& o = t.outs[i];
+      Kept* k = i < oc.kept.size() ? &oc.kept[i] : nullptr;
+      if (k && k->valid && !o.changed && same_output(o.now, k->snap)) { o.same = true; continue; }
+      if (k && !k->valid && !o.changed && o.now.problem.empty()) {
+        size_t at = 0;
+        k->arena.reserve(dev_bytes(o.now));
+        k->snap = keep_copy(o.now, k->arena.p, at);
+        k->valid = o.kept = true;
+      }
+      read_back(o.now);
+    }
     if (cuda) ck(D.cuStreamSynchronize(nullptr), "snapshot");
   }
   if (cuda) t.off = watch_take(flush);
@@ -165,7 +224,8 @@ static std::string take_max_span(const py::dict& params) {
 //   cuda, flush, wait_ns, flush_l2_multiple, canary (regions), check (snapshot outputs),
 //   seed (fixed input seed) or fresh_seeds (draw a new input seed every run with getrandom),
 //   batch (inputs called back to back between one pair of events; 1 = per call),
-//   max_repeats, max_time_ns, wall_cap_ns, host_calls (back-to-back calls for the host cost)
+//   max_repeats, max_time_ns, wall_cap_ns, host_calls (back-to-back calls for the host cost),
+//   max_blob (output bytes after which a reply ends its runs; 0: none)
 
 static void runs(const std::string& nonce, py::object kernel, py::object make_input, py::dict params) {
   Busy busy;
@@ -178,6 +238,9 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
   int64_t seed = get<int64_t>(params, "seed"), batch = get<int64_t>(params, "batch");
   int64_t max_repeats = get<int64_t>(params, "max_repeats"), host_calls = get<int64_t>(params, "host_calls");
   std::string span_echo = take_max_span(params);
+  // the outputs one reply carries: after the run that brings its blob to max_blob bytes, no more runs
+  // (the judge asks again for the rest); 0: no bound
+  double max_blob = get<double>(params, "max_blob");
   double max_time_ns = get<double>(params, "max_time_ns"), wall_cap_ns = get<double>(params, "wall_cap_ns");
   std::vector<Region> rs = regions_of(params["canary"]);
   if (batch < 1 || max_repeats < 1) throw std::runtime_error("batch and max_repeats must be >= 1");
@@ -201,6 +264,8 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
   if (!fresh)
     for (int64_t i = 0; i < batch; i++) make(seed + 42 * i);
 
+  OutputCopies copies;  // every run's input is the same where no canaries and no fresh seeds: outputs kept
+  if (check && rs.empty() && !fresh) copies.kept.resize((size_t)batch);
   std::vector<double> samples;
   Text runs_json;
   Blob blob;
@@ -214,7 +279,7 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
     }
     std::vector<CanaryPlan> plans;
     for (auto& v : views) plans.push_back(plan_canary(rs, v));
-    Timed timed = timed_calls(kernel, inputs, views, rs, plans, cuda, flush, wait_ns, check, true, host_clock);
+    Timed timed = timed_calls(kernel, inputs, views, rs, plans, cuda, flush, wait_ns, check, true, host_clock, &copies);
     std::vector<Outcome>& outs = timed.outs;
     double ns = timed.ns / (double)inputs.size();
     samples.push_back(ns);
@@ -225,7 +290,15 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
     runs_json << ",\"calls\":[";
     for (size_t i = 0; i < outs.size(); i++) {
       runs_json << (i ? "," : "") << "{\"seed\":" << seeds[i] << ",\"canary\":" << canary_json(plans[i]);
-      if (check) {
+      if (check && outs[i].same) {
+        runs_json << ",\"out\":{\"same_as\":" << copies.kept[i].run << "}";
+      } else if (check) {
+        if (outs[i].kept) {
+          copies.kept[i].run = done;
+          sha::Ctx c;
+          digest_leaves(outs[i].now, c);
+          sha::final(c, copies.kept[i].digest);
+        }
         runs_json << ",\"out\":" << snap_json(outs[i].now, blob.size());
         snap_take(blob, outs[i].now);
         if (outs[i].now.problem.empty() && outs[i].changed) {
@@ -238,9 +311,11 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
     runs_json << "]}";
     if (check && !outs.empty() && !outs[0].now.problem.empty()) { done++; break; }  // nothing more to learn
     if (should_stop(samples, now_ns() - t_begin, max_time_ns, wall_cap_ns, stop_rel_err, stop_min_ns)) { done++; break; }
+    if (max_blob > 0 && (double)blob.size() >= max_blob) { done++; break; }
   }
   runs_json << "]";
   watch_arm(false);
+  check_kept(copies);
 
   // host cost: HOST_BATCHES batches of back-to-back calls (no sync inside a batch), the median of
   // the batches' per-call means (one batch of 20 calls took 10-34 us a call for the same kernel: a
@@ -318,7 +393,7 @@ static void runs(const std::string& nonce, py::object kernel, py::object make_in
       << ",\"wait_ns\":" << wait_ns
       << ",\"flush_l2_multiple\":" << l2x << ",\"seed\":" << seed << ",\"batch\":" << batch
       << ",\"max_repeats\":" << max_repeats << ",\"max_time_ns\":" << max_time_ns << ",\"wall_cap_ns\":" << wall_cap_ns
-      << ",\"host_calls\":" << host_calls << span_echo << ",\"canary\":" << regions_json(rs) << "},\"timer\":\""
+      << ",\"host_calls\":" << host_calls << ",\"max_blob\":" << max_blob << span_echo << ",\"canary\":" << regions_json(rs) << "},\"timer\":\""
       << (!cuda ? "host-clock (no CUDA)" : host_clock ? "host-clock (synchronized)" : "cuda-events") << "\",\"gpu\":" << Json::esc(G.description)
       << ",\"flush_ref_ns\":" << G.flush_ref_ns << ",\"runs\":" << runs_json.str() << ",\"host_ns\":" << host_ns << ",\"host\":" << host_json.str() << "}";
   send_reply(nonce, h.o.str(), blob);
