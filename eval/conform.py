@@ -419,7 +419,8 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
     together = jobs >= 2 and not timing  # each row's two sides side by side, jobs // 2 rows at once
     rows_at_once = max(1, jobs // 2) if together else len(gpus) if timing else 1  # timing: a GPU each
     slots = list(range(rows_at_once))  # a job slot's GPU: slot % number of GPUs
-    sides = ThreadPoolExecutor(max_workers=rows_at_once, thread_name_prefix="conform-official")
+    # test mode: the official side of a row runs in this pool beside ours (timing rows run both in turn)
+    sides = None if timing else ThreadPoolExecutor(max_workers=rows_at_once, thread_name_prefix="conform-official")
 
     def decide(item) -> Row:
         folder, solution, emulate = item
@@ -456,11 +457,15 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
                 progress(row)
         return row
 
+    def reusable(row: Row) -> bool:
+        """A timing row of fewer rounds than asked is timed again (one with a failed side keeps its verdict)."""
+        return not timing or len(row.ours.rounds_ns) >= rounds or not (row.ours.passed and row.official.passed)
+
     rows: dict = {}
     todo = []
     for item in work:
         key = key_of(item)
-        if key in done:
+        if key in done and reusable(done[key]):
             rows[key] = done[key]
             if progress:
                 progress(done[key])
@@ -473,11 +478,13 @@ def conform(path: Path, timing: bool = False, only: str | None = None, progress=
     except BaseException:  # stopped (SIGTERM, Ctrl-C): the rows on disk stay, the runs under way end now
         stopping.set()
         pool.shutdown(wait=False, cancel_futures=True)
-        sides.shutdown(wait=False, cancel_futures=True)
+        if sides:
+            sides.shutdown(wait=False, cancel_futures=True)
         stop_children()
         raise
     pool.shutdown()
-    sides.shutdown()
+    if sides:
+        sides.shutdown()
     return [rows[key_of(item)] for item in work]
 
 

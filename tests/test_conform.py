@@ -542,6 +542,28 @@ def test_timing_rows_run_benchmark_mode_a_gpu_each_in_swapped_rounds(monkeypatch
     assert {c[4] for c in calls} == {"0", "1"}  # the two rows on the two GPUs
 
 
+def test_a_timing_row_of_fewer_rounds_than_asked_is_timed_again(monkeypatch, tmp_path):
+    """Resume reuses a timing row only where it has the rounds asked for (or a side that failed)."""
+    from eval import conform
+
+    runs = []
+    def side(who, mean):
+        runs.append(who)
+        return conform.Side(True, True, means_ns=[mean])
+
+    monkeypatch.setattr(conform, "official", lambda *a: (side("official", 100.0), "eval.py"))
+    monkeypatch.setattr(conform, "ours", lambda *a: side("ours", 110.0))
+    monkeypatch.setattr(conform, "devices", lambda: ["0"])
+    jsonl = tmp_path / "rows.jsonl"
+    picked = dict(timing=True, only="list_keys", solutions="^submission.py$", jsonl=jsonl)
+    conform.conform(CONVENTIONS, rounds=1, **picked)
+    assert len(runs) == 2
+    conform.conform(CONVENTIONS, rounds=1, **picked)
+    assert len(runs) == 2  # the same rounds: reused
+    rows = conform.conform(CONVENTIONS, rounds=2, **picked)
+    assert len(runs) == 6 and len(rows[0].ours.rounds_ns) == 2  # more rounds asked: timed again
+
+
 def test_a_timing_row_stops_at_the_first_round_a_side_fails(monkeypatch):
     from eval import conform
 
