@@ -187,6 +187,11 @@ def _case_key(args: dict) -> tuple:
     return (problem_folder.current().root, tuple(sorted((k, repr(v)) for k, v in args.items())))
 
 
+def _tensor_bytes(items: list) -> int:
+    """The bytes of the tensors among items (flatten's leaves)."""
+    return sum(t.numel() * t.element_size() for t in items if isinstance(t, torch.Tensor))
+
+
 def case_profile(args: dict) -> CaseProfile:
     """One generation of the case's input (its undefined parts filled at random) and one ref_kernel
     call on it. A large input's generation can take seconds (bioml/trimul draws 3 GiB on the CPU), so
@@ -210,10 +215,9 @@ def case_profile(args: dict) -> CaseProfile:
         shapes = {tuple(t.shape) for t in outputs if isinstance(t, torch.Tensor)}  # dtype may differ (prefixsum)
         tensors = [i for i, t in enumerate(items) if isinstance(t, torch.Tensor)]
         last = {tensors[-1]} if tensors and tuple(items[tensors[-1]].shape) in shapes else set()
-        size = sum(t.numel() * t.element_size() for t in outputs if isinstance(t, torch.Tensor))
         _HASHES[key] = before
-        held = sum(t.numel() * t.element_size() for t in items if isinstance(t, torch.Tensor))
-        _PROFILES[key] = CaseProfile(len(items), written, size, frozenset(written | last), opaque, held)
+        _PROFILES[key] = CaseProfile(len(items), written, _tensor_bytes(outputs), frozenset(written | last), opaque,
+                                     _tensor_bytes(items))
     return _PROFILES[key]
 
 
