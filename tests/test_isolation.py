@@ -89,6 +89,15 @@ def _state(pid: int) -> str:
     return stat[stat.rindex(")") + 2]
 
 
+def _parent(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2:].split()[1])
+
+
+def _on_cpu_ns(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+
+
 def _named(comm: str) -> list[int]:
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -122,14 +131,12 @@ def test_one_side_of_compare_cannot_stop_the_other(tmp_path):
     assert outcome.error is None, outcome.error
 
 
-def test_a_side_that_continues_itself_voids_the_comparison(tmp_path):
-    """A stop is only a signal: a process's own timer sending it SIGCONT undoes it (red team round
-    11), so the judge measures what the stopped side ran and voids the comparison."""
+def _compare_slow_honest_with_escape(tmp_path):
     from eval import compare
 
     # the window the escaping side is stopped in is made long by the side timed meanwhile, not by
     # a count of runs: 20 calls that each sleep 200 ms hold it stopped 4 s a round, and its child
-    # (woken every 20 ms) runs far past the 50 ms slack even when other work shares the cores (at
+    # (woken every 10 ms) runs far past the 50 ms slack even when other work shares the cores (at
     # 60 ms a call it did not, beside another test process on 2 busy cores)
     folder = Path(tempfile.mkdtemp(prefix="slow-honest-"))  # readable by a worker's own uid (not pytest's 0700 tree)
     folder.chmod(0o755)
@@ -140,10 +147,63 @@ def test_a_side_that_continues_itself_voids_the_comparison(tmp_path):
                     "def custom_kernel(data):\n    time.sleep(0.2)\n    return _honest.custom_kernel(data)\n")
     slow.chmod(0o644)
     try:
-        outcome = compare.compare(slow, ADV / "freeze_escape_timer.py", smoke(), options(tmp_path, timeout=60.0), 2, 20)
+        return compare.compare(slow, ADV / "freeze_escape_timer.py", smoke(), options(tmp_path, timeout=60.0), 2, 20)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_side_that_continues_itself_voids_the_comparison(tmp_path):
+    """A stop is only a signal: a process's own timer sending it SIGCONT undoes it (red team round
+    11), so the judge measures what the stopped side ran and voids the comparison."""
+    outcome = _compare_slow_honest_with_escape(tmp_path)
     assert outcome.error and "while it was stopped" in outcome.error, outcome.error
+
+
+def test_the_disk_watchs_stopped_looks_do_not_undo_compares_stop(tmp_path, monkeypatch):
+    """The disk watch stops a worker for a look of its own when the whole disk has grown by more
+    than the quota (on a shared disk, others' files do that). Its look used to continue a side
+    compare had stopped and to restart the measure of what that side ran, so an escaping side went
+    unseen (CI, 2026-11-28). Here every look is a stopped one, as often as the watch allows."""
+    from eval.judge import disk_quota
+
+    grown = iter(range(0, 1 << 62, 1 << 40))  # the disk grows by a TiB between any two readings
+    monkeypatch.setattr(disk_quota, "_disk_used", lambda folder: next(grown))
+    monkeypatch.setattr(disk_quota, "FROZEN_EVERY_S", 0.0)
+    monkeypatch.setattr(disk_quota, "INTERVAL_S", 0.02)
+    looks = []
+    look = disk_quota.DiskWatch._look
+    monkeypatch.setattr(disk_quota.DiskWatch, "_look", lambda self, frozen: (looks.append(frozen), look(self, frozen))[1])
+    outcome = _compare_slow_honest_with_escape(tmp_path)
+    assert any(looks), "no stopped look was taken: the test shows nothing"
+    assert outcome.error and "while it was stopped" in outcome.error, outcome.error
+
+
+def test_a_stop_inside_a_stop_holds_until_the_last_is_let_go(tmp_path):
+    """Stops nest: the inner let-go leaves the worker stopped and reports what ran since the first."""
+    from eval.judge.channel import WorkerProcess
+
+    worker = WorkerProcess(ADV / "freeze_escape_timer.py", tmp_path / "w.log")
+    try:
+        worker.start(120)
+        reaper = channel._reaper(worker.process.pid)
+        outside = {worker.process.pid, reaper} if reaper else set()
+        inside = [pid for pid, _, sid, _ in channel._processes() if sid == worker.process.pid and pid not in outside]
+        main = [pid for pid in inside if _parent(pid) not in inside]  # the worker, not the child that wakes itself
+        assert main and len(main) < len(inside), (main, inside)
+        child = [pid for pid in inside if pid not in main]
+        deadline = time.monotonic() + 60  # until it spins, its timers armed (a stop before that holds it)
+        while _on_cpu_ns(child[0]) < 50e6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        worker.freeze(True)  # compare's
+        time.sleep(2.0)  # the child continues itself and runs: far past the 50 ms slack, on busy cores too
+        worker.freeze(True)  # a look of the disk watch, inside compare's stop
+        inner = worker.freeze(False)
+        assert inner > 50e6, inner  # measured from the first stop, not restarted by the look
+        assert all(_state(pid) == "T" for pid in main), [_state(pid) for pid in main]  # still stopped
+        assert worker.freeze(False) >= inner  # compare's let-go sees it too
+        assert worker.freeze(False) == 0  # nothing left to let go
+    finally:
+        worker.close()
 
 
 def test_compare_runs_the_checks_of_test(tmp_path):

@@ -39,26 +39,45 @@ class Control:
         has one, its own uid. compare freezes the side that is not being timed, so that side's
         threads cannot take the CPU from the other's measurement. A stop is only a signal, and a
         process can continue itself (a timer that sends it SIGCONT: red team round 11), so on
-        continuing it returns how long its processes ran on a CPU while they were to be stopped."""
-        if not self.alive():
-            return 0
-        session = self.process.pid
-        ran = 0
-        if not frozen and self._frozen_at is not None:
-            ran = sum(max(0, ns - self._frozen_at.get(pid, 0)) for pid, ns in _cpu_ns(session, self.uid).items())
-            self._frozen_at = None
-        reaper = _reaper(session)
-        if reaper is not None:  # kill(-1) inside its PID namespace: every process there at once
-            os.kill(reaper, signal.SIGUSR1 if frozen else signal.SIGUSR2)
-            pids = [pid for pid, _, sid, _ in _processes() if sid == session and pid not in (reaper, session)]
-        else:
-            pids = _signal_worker(session, self.uid, signal.SIGSTOP if frozen else signal.SIGCONT)
-        deadline = time.monotonic() + 2.0  # a stop is delivered asynchronously: wait until it holds
-        while frozen and time.monotonic() < deadline and any(_running(pid) for pid in pids):
-            time.sleep(0.001)
-        if frozen:
+        continuing it returns how long its processes ran on a CPU while they were to be stopped.
+
+        Stops nest: compare and the disk watch's stopped look (disk_quota.DiskWatch) call this
+        from two threads, and a look that falls inside compare's stop neither continues the worker
+        nor restarts the measure of what it ran (it did both, and the side escaped unseen). The
+        worker continues when the last stop is let go; each let-go returns what ran since the
+        first."""
+        with self._freeze_lock:
+            if not self.alive():
+                return 0
+            session = self.process.pid
+            if frozen:
+                self._freezes += 1
+                if self._freezes > 1:  # stopped already, and measured from that first stop
+                    return 0
+            else:
+                if self._freezes == 0:
+                    return 0
+                self._freezes -= 1
+                ran = 0
+                if self._frozen_at is not None:
+                    ran = sum(max(0, ns - self._frozen_at.get(pid, 0))
+                              for pid, ns in _cpu_ns(session, self.uid).items())
+                if self._freezes > 0:  # another caller holds it stopped
+                    return ran
+                self._frozen_at = None
+            reaper = _reaper(session)
+            if reaper is not None:  # kill(-1) inside its PID namespace: every process there at once
+                os.kill(reaper, signal.SIGUSR1 if frozen else signal.SIGUSR2)
+                pids = [pid for pid, _, sid, _ in _processes() if sid == session and pid not in (reaper, session)]
+            else:
+                pids = _signal_worker(session, self.uid, signal.SIGSTOP if frozen else signal.SIGCONT)
+            if not frozen:
+                return ran
+            deadline = time.monotonic() + 2.0  # a stop is delivered asynchronously: wait until it holds
+            while time.monotonic() < deadline and any(_running(pid) for pid in pids):
+                time.sleep(0.001)
             self._frozen_at = _cpu_ns(session, self.uid)
-        return ran
+            return 0
 
     def close(self) -> None:
         """Kill the worker's whole process group (and every process of its own uid), then delete its
@@ -66,6 +85,8 @@ class Control:
         own: anything can be in them), so one that fails never keeps the next from running."""
         process, private, store = self.process, self.private, self._store_builds
         self.process, self.private, self._store_builds = None, None, False
+        with self._freeze_lock:  # a stop not let go (its worker died) does not outlive it
+            self._freezes, self._frozen_at = 0, None
         steps = []
         disk, self.disk = self.disk, None
         if disk is not None:  # before the folders go: a walk of what is being deleted is no measure

@@ -32,6 +32,7 @@ import secrets
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -220,7 +221,9 @@ class WorkerProcess(Requests, Control):
         self.build_key: str | None = None
         self.disk: disk_quota.DiskWatch | None = None  # the quota's watch, from start to close
         self.disk_layer = ""
-        self._frozen_at: dict[int, int] | None = None  # CPU time of its processes when last stopped
+        self._frozen_at: dict[int, int] | None = None  # CPU time of its processes when first stopped
+        self._freezes = 0  # stops not yet let go (Control.freeze: compare's and the disk watch's nest)
+        self._freeze_lock = threading.Lock()
         self._store_builds = False  # set once the import succeeded: its builds are kept at close
         self._built_by = 0  # when the import ended (ns): files changed later are not kept
         self.started_by = ""  # "zygote ..." (forked from the judge's zygote, eval/judge/zygote.py) or "python"
