@@ -85,17 +85,7 @@ def _victim():
 
 
 def _state(pid: int) -> str:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat[stat.rindex(")") + 2]
-
-
-def _parent(pid: int) -> int:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat[stat.rindex(")") + 2:].split()[1])
-
-
-def _on_cpu_ns(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+    return channel._stat(pid)[0]
 
 
 def _named(comm: str) -> list[int]:
@@ -188,11 +178,11 @@ def test_a_stop_inside_a_stop_holds_until_the_last_is_let_go(tmp_path):
         reaper = channel._reaper(worker.process.pid)
         outside = {worker.process.pid, reaper} if reaper else set()
         inside = [pid for pid, _, sid, _ in channel._processes() if sid == worker.process.pid and pid not in outside]
-        main = [pid for pid in inside if _parent(pid) not in inside]  # the worker, not the child that wakes itself
+        main = [pid for pid in inside if int(channel._stat(pid)[1]) not in inside]  # the worker, not the child that wakes itself
         assert main and len(main) < len(inside), (main, inside)
         child = [pid for pid in inside if pid not in main]
         deadline = time.monotonic() + 60  # until it spins, its timers armed (a stop before that holds it)
-        while _on_cpu_ns(child[0]) < 50e6 and time.monotonic() < deadline:
+        while channel._schedstat(child[0])[0] < 50e6 and time.monotonic() < deadline:
             time.sleep(0.05)
         worker.freeze(True)  # compare's
         time.sleep(2.0)  # the child continues itself and runs: far past the 50 ms slack, on busy cores too
